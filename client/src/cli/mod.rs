@@ -1,0 +1,200 @@
+//! The `gemctl` command line.
+//!
+//! Exit status: 0 success; 1 the tool failed or another error; 2 bad usage;
+//! 3 the policy denied the call; 4 the call was cancelled; 69 the daemon is
+//! not reachable.
+
+mod attach;
+mod call;
+mod confirm;
+mod daemon;
+mod render;
+mod session;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::{Client, ClientError};
+
+/// Exit statuses, documented in `gemctl --help` and the README.
+pub mod exit {
+    pub const OK: u8 = 0;
+    pub const FAILED: u8 = 1;
+    pub const USAGE: u8 = 2;
+    pub const DENIED: u8 = 3;
+    pub const CANCELLED: u8 = 4;
+    pub const UNREACHABLE: u8 = 69;
+}
+
+const AFTER_HELP: &str = "\
+Exit status: 0 success, 1 tool error or other failure, 2 bad usage,
+3 denied by policy, 4 cancelled, 69 daemon unreachable.
+
+Examples:
+  gemctl daemon start
+  S=$(gemctl session new --cwd .)
+  gemctl call --session $S read_file '{\"absolute_path\": \"'$PWD'/README.md\"}'
+  gemctl attach $S          # in another terminal: follow and approve";
+
+/// Talk to geminid, the warm Gemini CLI tool daemon.
+#[derive(Parser)]
+#[command(name = "gemctl", version, about, after_help = AFTER_HELP)]
+pub struct Args {
+    /// The daemon's socket [default: $GEMINID_SOCKET, else $XDG_RUNTIME_DIR/geminid.sock]
+    #[arg(long, global = true)]
+    socket: Option<PathBuf>,
+    /// Print machine-readable JSON instead of text
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Start, stop or inspect the daemon
+    #[command(subcommand)]
+    Daemon(daemon::DaemonCommand),
+    /// Create, list, show and remove sessions
+    #[command(subcommand)]
+    Session(session::SessionCommand),
+    /// List the tools the daemon offers
+    Tools {
+        /// Check the session exists (tools are the same for every session today)
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Call one tool through a session's scheduler and policy
+    #[command(
+        after_help = "Example:\n  gemctl call --session $S list_directory '{\"path\": \"/home/me/project\"}'"
+    )]
+    Call {
+        #[arg(long)]
+        session: String,
+        /// The tool's name (see `gemctl tools`)
+        tool: String,
+        /// The arguments as a JSON object
+        #[arg(default_value = "{}")]
+        args: String,
+    },
+    /// Follow a session: replay its history, then live events; answer
+    /// confirmations with y (once), a (always), e (edit), n (cancel)
+    Attach {
+        session: String,
+        /// Only replay events after this seq
+        #[arg(long, default_value_t = 0)]
+        since: u64,
+        /// Only watch; never ask
+        #[arg(long)]
+        no_confirm: bool,
+    },
+}
+
+/// Shared by every command.
+pub(crate) struct Ctx {
+    pub socket: PathBuf,
+    pub json: bool,
+}
+
+impl Ctx {
+    pub async fn connect(&self) -> Result<Client, ClientError> {
+        Client::connect_as(&self.socket, "gemctl").await
+    }
+}
+
+/// A command's failure, with the exit status it maps to.
+#[derive(Debug)]
+pub(crate) struct Failure {
+    pub status: u8,
+    pub message: String,
+}
+
+impl Failure {
+    pub fn new(status: u8, message: impl Into<String>) -> Self {
+        Failure {
+            status,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<ClientError> for Failure {
+    fn from(e: ClientError) -> Self {
+        match e {
+            ClientError::Unreachable { .. } => Failure::new(exit::UNREACHABLE, e.to_string()),
+            ClientError::Rpc(rpc) => rpc.into(),
+        }
+    }
+}
+
+impl From<jsonrpsee::core::ClientError> for Failure {
+    fn from(e: jsonrpsee::core::ClientError) -> Self {
+        match e {
+            jsonrpsee::core::ClientError::Call(err) => {
+                Failure::new(exit::FAILED, err.message().to_owned())
+            }
+            other @ (jsonrpsee::core::ClientError::RestartNeeded(_)
+            | jsonrpsee::core::ClientError::Transport(_)) => Failure::new(
+                exit::UNREACHABLE,
+                format!("lost the connection to geminid: {other}"),
+            ),
+            other => Failure::new(exit::FAILED, other.to_string()),
+        }
+    }
+}
+
+pub(crate) type Outcome = Result<u8, Failure>;
+
+/// Runs `gemctl` with the process's arguments.
+pub fn main() -> ExitCode {
+    let args = Args::parse();
+    let ctx = Ctx {
+        socket: args.socket.clone().unwrap_or_else(crate::default_socket),
+        json: args.json,
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("gemctl: cannot start the async runtime: {e}");
+            return ExitCode::from(exit::FAILED);
+        }
+    };
+    match runtime.block_on(dispatch(&ctx, args.command)) {
+        Ok(status) => ExitCode::from(status),
+        Err(failure) => {
+            eprintln!("gemctl: {}", failure.message);
+            ExitCode::from(failure.status)
+        }
+    }
+}
+
+async fn dispatch(ctx: &Ctx, command: Command) -> Outcome {
+    match command {
+        Command::Daemon(cmd) => daemon::run(ctx, cmd).await,
+        Command::Session(cmd) => session::run(ctx, cmd).await,
+        Command::Tools { session } => call::tools(ctx, session).await,
+        Command::Call {
+            session,
+            tool,
+            args,
+        } => call::call(ctx, &session, &tool, &args).await,
+        Command::Attach {
+            session,
+            since,
+            no_confirm,
+        } => attach::attach(ctx, &session, since, !no_confirm).await,
+    }
+}
+
+/// Prints `value` as one line of JSON.
+pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> Outcome {
+    let text =
+        serde_json::to_string(value).map_err(|e| Failure::new(exit::FAILED, e.to_string()))?;
+    println!("{text}");
+    Ok(exit::OK)
+}

@@ -1,0 +1,173 @@
+//! Rendering events and results for people.
+
+use geminid_protocol::event::{EventPayload, SessionEvent};
+use geminid_protocol::tool::{
+    CallState, ConfirmationRequest, ContentPart, ToolCallSnapshot, ToolDisplay,
+};
+
+use super::exit;
+
+/// One line describing a call's new state (`None` for output deltas).
+pub fn state_line(call: &ToolCallSnapshot) -> Option<String> {
+    if call.output_delta.is_some() {
+        return None;
+    }
+    let what = call.description.as_deref().unwrap_or(&call.name);
+    let line = match call.state {
+        CallState::Validating => format!("[{}] {} validating", call.call_id, call.name),
+        CallState::Scheduled => format!("[{}] {what}: scheduled", call.call_id),
+        CallState::AwaitingApproval => format!("[{}] {what}: awaiting approval", call.call_id),
+        CallState::Executing => format!("[{}] {what}: executing", call.call_id),
+        CallState::Success => format!("[{}] {what}: success", call.call_id),
+        CallState::Error | CallState::Cancelled | CallState::Interrupted => format!(
+            "[{}] {what}: {} — {}",
+            call.call_id,
+            state_name(call.state),
+            call.error
+                .as_ref()
+                .map(|e| e.message.as_str())
+                .unwrap_or("")
+        ),
+    };
+    Some(line)
+}
+
+pub fn state_name(state: CallState) -> &'static str {
+    match state {
+        CallState::Validating => "validating",
+        CallState::Scheduled => "scheduled",
+        CallState::AwaitingApproval => "awaiting approval",
+        CallState::Executing => "executing",
+        CallState::Success => "success",
+        CallState::Error => "error",
+        CallState::Cancelled => "cancelled",
+        CallState::Interrupted => "interrupted",
+    }
+}
+
+/// The result of a finished call, as text.
+pub fn result_text(call: &ToolCallSnapshot) -> String {
+    match (&call.result, &call.error) {
+        (Some(result), _) => {
+            let mut out = match &result.display {
+                ToolDisplay::Text { text } | ToolDisplay::Markdown { text } => text.clone(),
+                ToolDisplay::FileDiff(diff) => diff.file_diff.clone(),
+            };
+            for part in &result.llm_content {
+                if let ContentPart::InlineData { mime_type, data } = part {
+                    out.push_str(&format!(
+                        "\n[inline {mime_type}, {} base64 bytes]",
+                        data.len()
+                    ));
+                }
+            }
+            out
+        }
+        (None, Some(error)) => format!("{}: {}", error.kind, error.message),
+        (None, None) => String::new(),
+    }
+}
+
+/// What the tool returned for the model (its content), as text; inline
+/// data is summarized. This is what `gemctl call` prints.
+pub fn content_text(call: &ToolCallSnapshot) -> String {
+    let Some(result) = &call.result else {
+        return result_text(call);
+    };
+    let mut out = String::new();
+    for part in &result.llm_content {
+        match part {
+            ContentPart::Text { text } => out.push_str(text),
+            ContentPart::InlineData { mime_type, data } => out.push_str(&format!(
+                "[inline {mime_type}, {} base64 bytes]",
+                data.len()
+            )),
+        }
+    }
+    out
+}
+
+/// The exit status a finished call maps to.
+pub fn exit_status(call: &ToolCallSnapshot) -> u8 {
+    match call.state {
+        CallState::Success => exit::OK,
+        CallState::Cancelled | CallState::Interrupted => exit::CANCELLED,
+        CallState::Error if call.error.as_ref().is_some_and(|e| e.kind == "denied") => exit::DENIED,
+        CallState::Error
+        | CallState::Validating
+        | CallState::Scheduled
+        | CallState::AwaitingApproval
+        | CallState::Executing => exit::FAILED,
+    }
+}
+
+/// What a person is asked, in a few lines.
+pub fn confirmation_text(call: &ToolCallSnapshot) -> String {
+    let Some(request) = &call.confirmation else {
+        return format!("Allow {}?", call.name);
+    };
+    match request {
+        ConfirmationRequest::Edit { title, diff } => format!("{title}\n{}", diff.file_diff),
+        ConfirmationRequest::Exec { title, command, .. } => format!("{title}\n  $ {command}"),
+        ConfirmationRequest::Mcp {
+            title,
+            server_name,
+            tool_name,
+        } => format!("{title}\n  MCP server {server_name}, tool {tool_name}"),
+        ConfirmationRequest::Info {
+            title,
+            prompt,
+            urls,
+        } => {
+            let mut text = format!("{title}\n  {prompt}");
+            for url in urls {
+                text.push_str(&format!("\n  {url}"));
+            }
+            text
+        }
+    }
+}
+
+/// One event, for `gemctl attach`.
+pub fn event_line(event: &SessionEvent) -> Option<String> {
+    let seq = event.seq;
+    let text = match &event.payload {
+        EventPayload::SessionCreated {
+            cwd, approval_mode, ..
+        } => {
+            format!("session created in {cwd} (mode {approval_mode})")
+        }
+        EventPayload::TurnStarted { turn_id } => format!("turn {turn_id} started"),
+        EventPayload::UserMessage { text, .. } => format!("> {text}"),
+        EventPayload::ModelText { delta, .. } => return Some(delta.clone()),
+        EventPayload::ModelThought { delta, .. } => format!("(thinking) {delta}"),
+        EventPayload::ToolCall(call) => match &call.output_delta {
+            Some(delta) => return Some(delta.clone()),
+            None => {
+                let mut line = state_line(call)?;
+                if call.state.is_terminal() {
+                    let result = result_text(call);
+                    if !result.is_empty() {
+                        line.push('\n');
+                        line.push_str(&result);
+                    }
+                }
+                line
+            }
+        },
+        EventPayload::TurnFinished {
+            turn_id, reason, ..
+        } => {
+            format!("turn {turn_id} finished: {reason}")
+        }
+        EventPayload::ApprovalModeChanged { approval_mode } => {
+            format!("approval mode is now {approval_mode}")
+        }
+        EventPayload::SessionRecovered { interrupted_calls } => format!(
+            "daemon restarted; interrupted calls: {}",
+            interrupted_calls.join(", ")
+        ),
+        EventPayload::Error { message } => format!("error: {message}"),
+    };
+    Some(format!("#{seq} {text}"))
+}

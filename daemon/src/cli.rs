@@ -1,0 +1,69 @@
+//! The `geminid` command line: parse arguments, set up logging, run.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use crate::server::{ListenError, RunError};
+use crate::{Daemon, DaemonConfig};
+use clap::Parser;
+
+/// Exit status when another daemon already serves the socket.
+pub const EXIT_ALREADY_RUNNING: u8 = 3;
+
+/// The geminid daemon: the Gemini CLI tool system, warm, for every client.
+#[derive(Parser)]
+#[command(version, about)]
+struct Args {
+    /// Unix socket to listen on [default: $XDG_RUNTIME_DIR/geminid.sock]
+    #[arg(long, env = "GEMINID_SOCKET")]
+    socket: Option<PathBuf>,
+    /// Directory for the session store [default: $XDG_DATA_HOME/geminid]
+    #[arg(long, env = "GEMINID_DATA_DIR")]
+    data_dir: Option<PathBuf>,
+    /// Log filter (tracing-subscriber EnvFilter syntax)
+    #[arg(long, env = "GEMINID_LOG", default_value = "info")]
+    log: String,
+}
+
+/// Runs the daemon with the process's arguments.
+pub fn main() -> ExitCode {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::new(&args.log))
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+    let mut config = DaemonConfig::from_env();
+    if let Some(socket) = args.socket {
+        config.socket = socket;
+    }
+    if let Some(dir) = args.data_dir {
+        config.data_dir = dir;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("geminid: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let outcome = runtime.block_on(async move {
+        let daemon = Daemon::open(config).map_err(RunError::from)?;
+        crate::run(daemon).await
+    });
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(RunError::Listen(e @ ListenError::AlreadyRunning(_))) => {
+            eprintln!("geminid: {e}; stop it first (gemctl daemon stop) or pick another --socket");
+            ExitCode::from(EXIT_ALREADY_RUNNING)
+        }
+        Err(e) => {
+            eprintln!("geminid: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,49 @@
+//! Where the daemon lives: socket and data paths from flags, environment
+//! and XDG defaults.
+
+use std::path::PathBuf;
+
+/// The daemon's settings, resolved.
+#[derive(Debug, Clone)]
+pub struct DaemonConfig {
+    /// The Unix socket to listen on (ignored under socket activation).
+    pub socket: PathBuf,
+    /// Where the session store lives.
+    pub data_dir: PathBuf,
+    /// How many calls of one session may execute at once.
+    pub max_parallel_calls: usize,
+    /// How many connections are served at once.
+    pub max_connections: usize,
+    /// The user's Gemini directory (`~/.gemini`): global GEMINI.md,
+    /// settings and policies.
+    pub user_gemini_dir: PathBuf,
+}
+
+impl DaemonConfig {
+    /// Defaults from the environment: `$XDG_RUNTIME_DIR/geminid.sock` and
+    /// `$XDG_DATA_HOME/geminid` (with the usual fallbacks).
+    pub fn from_env() -> Self {
+        DaemonConfig {
+            socket: geminid_protocol::paths::default_socket(),
+            data_dir: default_data_dir(),
+            max_parallel_calls: 16,
+            max_connections: 1024,
+            user_gemini_dir: home().join(".gemini"),
+        }
+    }
+}
+
+/// `$XDG_DATA_HOME/geminid`, else `~/.local/share/geminid`.
+pub fn default_data_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("XDG_DATA_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir).join("geminid");
+    }
+    home().join(".local/share/geminid")
+}
+
+fn home() -> PathBuf {
+    std::env::var_os("HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/"))
+}

@@ -1,0 +1,28 @@
+//! `geminid`: a warm local daemon that runs the Gemini CLI tool system for
+//! every client on the machine.
+//!
+//! The binary (`main.rs`) only calls [`cli::main`]. See
+//! ARCHITECTURE.md for the map.
+
+pub mod cli;
+pub mod config;
+pub mod daemon;
+pub mod policy;
+pub mod rpc;
+pub mod scheduler;
+pub mod server;
+pub mod session;
+pub mod tools;
+pub mod wire;
+
+pub use config::DaemonConfig;
+pub use daemon::Daemon;
+pub use server::run;
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}

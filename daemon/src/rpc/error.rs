@@ -1,0 +1,25 @@
+//! Mapping of daemon errors to JSON-RPC error objects (only here).
+
+use geminid_protocol::error as code;
+use jsonrpsee::types::ErrorObjectOwned;
+
+use crate::session::SessionError;
+
+pub fn rpc_error(code: i32, message: impl Into<String>) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(code, message.into(), None::<()>)
+}
+
+impl From<SessionError> for ErrorObjectOwned {
+    fn from(error: SessionError) -> Self {
+        let code = match &error {
+            SessionError::NotFound(_) => code::SESSION_NOT_FOUND,
+            SessionError::CallNotFound(_) => code::CALL_NOT_FOUND,
+            SessionError::InvalidCwd { .. } | SessionError::InvalidParams(_) => {
+                code::INVALID_PARAMS
+            }
+            SessionError::Stopped(_) | SessionError::ShuttingDown => code::SHUTTING_DOWN,
+            SessionError::Store(_) => code::STORE_ERROR,
+        };
+        rpc_error(code, error.to_string())
+    }
+}

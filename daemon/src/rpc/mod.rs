@@ -1,0 +1,241 @@
+//! The JSON-RPC method handlers. The only place (with `wire.rs`) that knows
+//! the protocol types; handlers translate, call into sessions, translate back.
+
+mod error;
+mod subscribe;
+
+use std::sync::Arc;
+
+use geminid_protocol::PROTOCOL_VERSION;
+use geminid_protocol::api::GeminidApiServer;
+use geminid_protocol::error as code;
+use geminid_protocol::session::{
+    Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SessionInfo,
+};
+use geminid_protocol::tool::{ConfirmResult, ConfirmationOutcome, ToolCallStarted, ToolInfo};
+use jsonrpsee::core::{RpcResult, SubscriptionResult, async_trait};
+use jsonrpsee::types::ErrorObjectOwned;
+use jsonrpsee::{Extensions, Methods, PendingSubscriptionSink};
+use serde_json::Value;
+
+pub use error::rpc_error;
+pub use subscribe::ConnectionContext;
+
+use crate::daemon::{Daemon, rss_bytes};
+use crate::session::{NewSession, SessionHandle};
+use crate::wire;
+
+/// Every method of the API, ready for the connection loop.
+pub fn methods(daemon: Arc<Daemon>) -> Methods {
+    RpcHandler { daemon }.into_rpc().into()
+}
+
+struct RpcHandler {
+    daemon: Arc<Daemon>,
+}
+
+impl RpcHandler {
+    fn session(&self, id: &str) -> Result<SessionHandle, ErrorObjectOwned> {
+        Ok(self.daemon.sessions.get(id)?)
+    }
+
+    async fn info(&self, handle: &SessionHandle) -> RpcResult<SessionInfo> {
+        let (record, last_seq) = handle.info().await?;
+        Ok(wire::session_info(&record, last_seq, true))
+    }
+}
+
+#[async_trait]
+impl GeminidApiServer for RpcHandler {
+    async fn initialize(&self, client: Option<ClientInfo>) -> RpcResult<InitializeResult> {
+        if let Some(version) = client.as_ref().and_then(|c| c.protocol_version)
+            && version > PROTOCOL_VERSION
+        {
+            return Err(rpc_error(
+                code::INVALID_PARAMS,
+                format!(
+                    "client speaks protocol version {version}; this daemon speaks {PROTOCOL_VERSION}"
+                ),
+            ));
+        }
+        Ok(InitializeResult {
+            protocol_version: PROTOCOL_VERSION,
+            daemon_version: env!("CARGO_PKG_VERSION").to_owned(),
+            pid: std::process::id(),
+        })
+    }
+
+    async fn status(&self) -> RpcResult<DaemonStatus> {
+        let d = &self.daemon;
+        let sessions_total = d
+            .sessions
+            .store()
+            .list_sessions()
+            .map_err(crate::session::SessionError::from)?
+            .len() as u64;
+        Ok(DaemonStatus {
+            daemon_version: env!("CARGO_PKG_VERSION").to_owned(),
+            pid: std::process::id(),
+            socket: d.config.socket.display().to_string(),
+            data_dir: d.config.data_dir.display().to_string(),
+            uptime_ms: d.started.elapsed().as_millis() as u64,
+            connections: d.connections(),
+            sessions_total,
+            sessions_loaded: d.sessions.loaded_count() as u64,
+            tools: d.registry.len() as u64,
+            rss_bytes: rss_bytes(),
+        })
+    }
+
+    async fn shutdown(&self) -> RpcResult<Ack> {
+        tracing::info!("shutdown requested by a client");
+        self.daemon.shutdown.cancel();
+        Ok(Ack { ok: true })
+    }
+
+    async fn create_session(
+        &self,
+        cwd: String,
+        approval_mode: Option<ApprovalMode>,
+        title: Option<String>,
+        interactive: Option<bool>,
+    ) -> RpcResult<SessionInfo> {
+        let handle = self
+            .daemon
+            .sessions
+            .create(NewSession {
+                cwd,
+                approval_mode: wire::approval_mode_from(approval_mode.unwrap_or_default()),
+                title,
+                interactive: interactive.unwrap_or(true),
+            })
+            .await?;
+        self.info(&handle).await
+    }
+
+    async fn list_sessions(&self) -> RpcResult<Vec<SessionInfo>> {
+        Ok(self
+            .daemon
+            .sessions
+            .list()?
+            .iter()
+            .map(|(record, last_seq, loaded)| wire::session_info(record, *last_seq, *loaded))
+            .collect())
+    }
+
+    async fn get_session(&self, session_id: String) -> RpcResult<SessionInfo> {
+        let handle = self.session(&session_id)?;
+        self.info(&handle).await
+    }
+
+    async fn delete_session(&self, session_id: String) -> RpcResult<Ack> {
+        self.daemon.sessions.delete(&session_id).await?;
+        Ok(Ack { ok: true })
+    }
+
+    async fn cancel_session(&self, session_id: String) -> RpcResult<Ack> {
+        let cancelled = self.session(&session_id)?.cancel_all().await?;
+        Ok(Ack { ok: cancelled > 0 })
+    }
+
+    async fn set_approval_mode(
+        &self,
+        session_id: String,
+        approval_mode: ApprovalMode,
+    ) -> RpcResult<SessionInfo> {
+        let handle = self.session(&session_id)?;
+        handle
+            .set_approval_mode(wire::approval_mode_from(approval_mode))
+            .await?;
+        self.info(&handle).await
+    }
+
+    async fn subscribe_session(
+        &self,
+        pending: PendingSubscriptionSink,
+        ext: &Extensions,
+        session_id: String,
+        since_seq: Option<u64>,
+    ) -> SubscriptionResult {
+        let handle = match self.session(&session_id) {
+            Ok(handle) => handle,
+            Err(e) => {
+                pending.reject(e).await;
+                return Ok(());
+            }
+        };
+        let subscription = match handle.subscribe().await {
+            Ok(s) => s,
+            Err(e) => {
+                pending.reject(ErrorObjectOwned::from(e)).await;
+                return Ok(());
+            }
+        };
+        let Ok(sink) = pending.accept().await else {
+            return Ok(());
+        };
+        let connection = ext.get::<ConnectionContext>().cloned();
+        subscribe::forward(
+            self.daemon.sessions.store().clone(),
+            session_id,
+            since_seq.unwrap_or(0),
+            subscription,
+            sink,
+            connection,
+        )
+        .await;
+        Ok(())
+    }
+
+    async fn list_tools(&self, session_id: Option<String>) -> RpcResult<Vec<ToolInfo>> {
+        if let Some(id) = session_id {
+            self.session(&id)?;
+        }
+        Ok(self
+            .daemon
+            .registry
+            .all()
+            .iter()
+            .map(|t| wire::tool_info(t.tool.as_ref()))
+            .collect())
+    }
+
+    async fn call_tool(
+        &self,
+        session_id: String,
+        name: String,
+        args: Option<Value>,
+        wait: Option<bool>,
+    ) -> RpcResult<ToolCallStarted> {
+        let handle = self.session(&session_id)?;
+        let args = args.unwrap_or_else(|| Value::Object(Default::default()));
+        let accepted = handle.call(name, args, wait.unwrap_or(false)).await?;
+        let outcome = match accepted.done {
+            Some(done) => Some(done.await.map_err(|_| {
+                rpc_error(
+                    code::SHUTTING_DOWN,
+                    "the session stopped before the call finished",
+                )
+            })?),
+            None => None,
+        };
+        Ok(ToolCallStarted {
+            call_id: accepted.call_id,
+            outcome,
+        })
+    }
+
+    async fn confirm_tool(
+        &self,
+        session_id: String,
+        call_id: String,
+        outcome: ConfirmationOutcome,
+        modified_args: Option<Value>,
+    ) -> RpcResult<ConfirmResult> {
+        let accepted = self
+            .session(&session_id)?
+            .confirm(call_id, outcome, modified_args)
+            .await?;
+        Ok(ConfirmResult { accepted })
+    }
+}

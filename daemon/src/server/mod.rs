@@ -1,0 +1,153 @@
+//! The server: listen, accept, serve each connection, shut down in order.
+//!
+//! Shutdown (SIGTERM, SIGINT or `daemon.shutdown`): stop accepting, cancel
+//! running calls and persist their outcome, flush the store, close the
+//! connections, exit 0.
+
+mod connection;
+mod listener;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use tokio::net::UnixStream;
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+pub use listener::ListenError;
+
+use crate::daemon::Daemon;
+use crate::rpc;
+
+/// Why the daemon stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    #[error(transparent)]
+    Listen(#[from] ListenError),
+    #[error(transparent)]
+    Store(#[from] crate::session::StoreError),
+}
+
+/// Serves until shutdown. Returns once everything is persisted.
+pub async fn run(daemon: Arc<Daemon>) -> Result<(), RunError> {
+    let listening = match listener::from_systemd()? {
+        Some(l) => l,
+        None => listener::bind(&daemon.config.socket).await?,
+    };
+    tracing::info!(
+        socket = %daemon.config.socket.display(),
+        data_dir = %daemon.config.data_dir.display(),
+        activated = listening.owned_path.is_none(),
+        "geminid listening"
+    );
+    // Harmless when not started by systemd.
+    let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
+    spawn_signal_handler(daemon.shutdown.clone());
+
+    let connections_stop = CancellationToken::new();
+    let connections = TaskTracker::new();
+    let methods = rpc::methods(daemon.clone());
+    let limit = Arc::new(Semaphore::new(daemon.config.max_connections));
+    let next_id = AtomicU64::new(1);
+    let my_uid = rustix::process::getuid().as_raw();
+    let mut backoff = Duration::from_millis(10);
+
+    loop {
+        let permit = tokio::select! {
+            () = daemon.shutdown.cancelled() => break,
+            permit = limit.clone().acquire_owned() => match permit {
+                Ok(permit) => permit,
+                Err(_) => break,
+            },
+        };
+        let accepted = tokio::select! {
+            () = daemon.shutdown.cancelled() => break,
+            accepted = listening.listener.accept() => accepted,
+        };
+        let stream = match accepted {
+            Ok((stream, _)) => {
+                backoff = Duration::from_millis(10);
+                stream
+            }
+            Err(e) => {
+                // Out of descriptors and the like: wait, then try again.
+                tracing::warn!(error = %e, "accept failed");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+                continue;
+            }
+        };
+        if !peer_is_us(&stream, my_uid) {
+            continue;
+        }
+        let id = next_id.fetch_add(1, Ordering::Relaxed);
+        let conn = connection::Connection {
+            id,
+            methods: methods.clone(),
+            shutdown: connections_stop.clone(),
+        };
+        let daemon = daemon.clone();
+        connections.spawn(async move {
+            daemon.connection_opened();
+            tracing::debug!(conn = id, "client connected");
+            conn.serve(stream).await;
+            tracing::debug!(conn = id, "client disconnected");
+            daemon.connection_closed();
+            drop(permit);
+        });
+    }
+
+    tracing::info!("shutting down: no new connections; cancelling running calls");
+    if let Some(path) = &listening.owned_path {
+        let _ = std::fs::remove_file(path);
+    }
+    drop(listening);
+    daemon.sessions.shutdown().await;
+    daemon.sessions.store().flush().await?;
+    connections_stop.cancel();
+    connections.close();
+    if tokio::time::timeout(Duration::from_secs(2), connections.wait())
+        .await
+        .is_err()
+    {
+        tracing::warn!("some connections did not close in time");
+    }
+    tracing::info!("geminid stopped");
+    Ok(())
+}
+
+/// Refuses peers running as another user (SO_PEERCRED).
+fn peer_is_us(stream: &UnixStream, my_uid: u32) -> bool {
+    match stream.peer_cred() {
+        Ok(cred) if cred.uid() == my_uid => true,
+        Ok(cred) => {
+            tracing::warn!(peer_uid = cred.uid(), pid = ?cred.pid(), "refused a connection from another user");
+            false
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "refused a connection whose credentials cannot be read");
+            false
+        }
+    }
+}
+
+fn spawn_signal_handler(shutdown: CancellationToken) {
+    tokio::spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut term), Ok(mut int)) = (
+            signal(SignalKind::terminate()),
+            signal(SignalKind::interrupt()),
+        ) else {
+            tracing::error!("cannot install signal handlers");
+            return;
+        };
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM received"),
+            _ = int.recv() => tracing::info!("SIGINT received"),
+            () = shutdown.cancelled() => return,
+        }
+        shutdown.cancel();
+    });
+}

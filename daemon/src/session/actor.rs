@@ -1,0 +1,380 @@
+//! The session actor: one task per loaded session owns its state, fed by a
+//! command channel (from rpc/) and an internal channel (from the tasks it
+//! spawns). No locks around session state.
+//!
+//! Every step ends with [`Actor::commit`]: the events the step produced
+//! are appended to the store in one batch and flushed, and only then
+//! broadcast and answered (persist-then-broadcast). Steps that arrive
+//! together share one flush (group commit).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use geminid_protocol::event::{EventPayload, SessionEvent};
+use geminid_protocol::tool::ToolCallSnapshot;
+use serde_json::value::RawValue;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::handle::{Command, Published, SessionHandle, Subscription};
+use super::store::{Append, SessionRecord, Store};
+use crate::scheduler::{CallState, Effect, Scheduler, ToolCall};
+use crate::tools::{ToolContext, ToolInvocation, ToolRegistry};
+use crate::wire;
+
+/// How many commands one step takes before it commits.
+const MAX_BATCH: usize = 256;
+/// How many events a lagging subscriber may fall behind before it reads
+/// the rest from the store.
+const BROADCAST_CAPACITY: usize = 1024;
+/// How long a stopping session waits for running calls to acknowledge
+/// their cancellation.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+/// How soon a failed commit (disk full, read-only store) is tried again.
+const COMMIT_RETRY: Duration = Duration::from_secs(1);
+
+/// Messages from tasks the actor spawned.
+pub(super) enum Internal {
+    Prepared {
+        call_id: String,
+        prepared: crate::scheduler::Prepared,
+        invocation: Option<Box<dyn ToolInvocation>>,
+    },
+    Output {
+        call_id: String,
+        delta: String,
+    },
+    Finished {
+        call_id: String,
+        outcome: Result<crate::tools::ToolResult, crate::scheduler::CallError>,
+    },
+}
+
+/// What the actor needs from the daemon.
+#[derive(Clone)]
+pub struct ActorDeps {
+    pub store: Store,
+    pub registry: Arc<ToolRegistry>,
+    pub max_parallel: usize,
+}
+
+pub(super) struct Actor {
+    pub(super) record: SessionRecord,
+    pub(super) ctx: ToolContext,
+    pub(super) deps: ActorDeps,
+    last_seq: u64,
+    pub(super) scheduler: Scheduler,
+    pub(super) invocations: HashMap<String, Box<dyn ToolInvocation>>,
+    pub(super) running: HashMap<String, CancellationToken>,
+    pub(super) waiters: HashMap<String, Vec<oneshot::Sender<ToolCallSnapshot>>>,
+    /// Tools a person allowed for the rest of the session.
+    pub(super) always_allowed: HashSet<String>,
+    events: broadcast::Sender<Arc<Published>>,
+    pub(super) internal: mpsc::UnboundedSender<Internal>,
+    pending: Append,
+    pending_published: Vec<Arc<Published>>,
+    /// Replies held back until the events they reveal are durable.
+    after_commit: Vec<Box<dyn FnOnce() + Send>>,
+    pub(super) tasks: TaskTracker,
+    pub(super) cancel: CancellationToken,
+    /// The last commit failed; retry even without new work.
+    commit_failed: bool,
+}
+
+/// Starts the actor for `record` and returns its handle. Calls left open
+/// by a previous run are marked interrupted first.
+pub fn spawn(
+    record: SessionRecord,
+    deps: ActorDeps,
+    tracker: &TaskTracker,
+    parent: &CancellationToken,
+) -> Result<SessionHandle, super::SessionError> {
+    let ctx = ToolContext::new(&record.cwd).map_err(|e| super::SessionError::InvalidCwd {
+        cwd: record.cwd.clone(),
+        reason: e.to_string(),
+    })?;
+    let last_seq = deps.store.last_seq(&record.id)?;
+    let interrupted = deps.store.open_calls(&record.id)?;
+    let (commands_tx, commands_rx) = mpsc::channel(256);
+    let (internal_tx, internal_rx) = mpsc::unbounded_channel();
+    let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
+    let handle = SessionHandle {
+        id: record.id.clone(),
+        commands: commands_tx,
+    };
+    let mut actor = Actor {
+        record,
+        ctx,
+        scheduler: Scheduler::new(deps.max_parallel),
+        deps,
+        last_seq,
+        invocations: HashMap::new(),
+        running: HashMap::new(),
+        waiters: HashMap::new(),
+        always_allowed: HashSet::new(),
+        events,
+        internal: internal_tx,
+        pending: Append::default(),
+        pending_published: Vec::new(),
+        after_commit: Vec::new(),
+        tasks: TaskTracker::new(),
+        cancel: parent.child_token(),
+        commit_failed: false,
+    };
+    tracker.spawn(async move {
+        actor.recover(interrupted);
+        actor.commit().await;
+        actor.run(commands_rx, internal_rx).await;
+    });
+    Ok(handle)
+}
+
+impl Actor {
+    async fn run(
+        mut self,
+        mut commands: mpsc::Receiver<Command>,
+        mut internal: mpsc::UnboundedReceiver<Internal>,
+    ) {
+        loop {
+            let stop = tokio::select! {
+                biased;
+                Some(msg) = internal.recv() => { self.on_internal(msg); None }
+                cmd = commands.recv() => match cmd {
+                    Some(cmd) => self.on_command(cmd),
+                    // Every handle is gone: the session was unloaded.
+                    None => Some(("session unloaded".to_owned(), None)),
+                },
+                () = tokio::time::sleep(COMMIT_RETRY), if self.commit_failed => None,
+            };
+            if let Some((reason, reply)) = stop {
+                self.stop(&reason, &mut internal).await;
+                if let Some(reply) = reply {
+                    let _ = reply.send(());
+                }
+                return;
+            }
+            // Take whatever else is ready so that one flush covers it all.
+            for _ in 0..MAX_BATCH {
+                match internal.try_recv() {
+                    Ok(msg) => self.on_internal(msg),
+                    Err(_) => break,
+                }
+            }
+            self.commit().await;
+        }
+    }
+
+    /// Handles one command; returns `Some` when the actor must stop.
+    fn on_command(&mut self, cmd: Command) -> Option<(String, Option<oneshot::Sender<()>>)> {
+        match cmd {
+            Command::Info { reply } => {
+                let info = (self.record.clone(), self.last_seq);
+                self.after_commit(move || {
+                    let _ = reply.send(info);
+                });
+            }
+            Command::Subscribe { reply } => {
+                // Everything up to `last_seq` is durable (commit ran after the
+                // previous step), and every later event goes to this receiver.
+                let _ = reply.send(Subscription {
+                    events: self.events.subscribe(),
+                    last_seq: self.last_seq,
+                });
+            }
+            Command::Call {
+                name,
+                args,
+                wait,
+                reply,
+            } => self.submit_call(name, args, wait, reply),
+            Command::Confirm {
+                call_id,
+                outcome,
+                modified_args,
+                reply,
+            } => {
+                let result = self.confirm(&call_id, outcome, modified_args);
+                self.after_commit(move || {
+                    let _ = reply.send(result);
+                });
+            }
+            Command::CancelAll { reply } => {
+                let count = self.scheduler.active().count();
+                let effects = self.scheduler.cancel_all("cancelled by a client");
+                self.apply(effects);
+                self.after_commit(move || {
+                    let _ = reply.send(count);
+                });
+            }
+            Command::SetApprovalMode { mode, reply } => {
+                self.record.approval_mode = mode;
+                self.pending.record = Some(self.record.clone());
+                self.emit(EventPayload::ApprovalModeChanged {
+                    approval_mode: wire::approval_mode(mode),
+                });
+                let record = self.record.clone();
+                self.after_commit(move || {
+                    let _ = reply.send(record);
+                });
+            }
+            Command::Stop { reason, reply } => return Some((reason, Some(reply))),
+        }
+        None
+    }
+
+    fn on_internal(&mut self, msg: Internal) {
+        let effects = match msg {
+            Internal::Prepared {
+                call_id,
+                prepared,
+                invocation,
+            } => {
+                if let Some(invocation) = invocation {
+                    self.invocations.insert(call_id.clone(), invocation);
+                }
+                self.scheduler.prepared(&call_id, prepared)
+            }
+            Internal::Output { call_id, delta } => self.scheduler.output(&call_id, delta),
+            Internal::Finished { call_id, outcome } => {
+                self.running.remove(&call_id);
+                self.scheduler.finished(&call_id, outcome)
+            }
+        };
+        self.apply(effects);
+    }
+
+    /// Cancels everything, waits (bounded) for running calls to report
+    /// back, and persists the outcome.
+    async fn stop(&mut self, reason: &str, internal: &mut mpsc::UnboundedReceiver<Internal>) {
+        let effects = self.scheduler.cancel_all(reason);
+        self.apply(effects);
+        let deadline = tokio::time::Instant::now() + STOP_GRACE;
+        while !self.running.is_empty() {
+            match tokio::time::timeout_at(deadline, internal.recv()).await {
+                Ok(Some(msg)) => self.on_internal(msg),
+                Ok(None) | Err(_) => break,
+            }
+        }
+        self.commit().await;
+        self.tasks.close();
+    }
+
+    /// Marks calls a previous run left unfinished as interrupted.
+    fn recover(&mut self, open: Vec<(String, Vec<u8>)>) {
+        if open.is_empty() {
+            return;
+        }
+        let mut ids = Vec::new();
+        for (call_id, saved) in open {
+            let (name, args) = serde_json::from_slice::<(String, serde_json::Value)>(&saved)
+                .unwrap_or_else(|_| ("unknown".to_owned(), serde_json::Value::Null));
+            let mut call = ToolCall::new(call_id.clone(), name, args);
+            call.state = CallState::Interrupted;
+            self.emit(EventPayload::ToolCall(wire::snapshot(&call, None)));
+            self.pending.open_calls.push((call_id.clone(), None));
+            ids.push(call_id);
+        }
+        tracing::warn!(session = %self.record.id, calls = ?ids, "marked calls interrupted after restart");
+        self.emit(EventPayload::SessionRecovered {
+            interrupted_calls: ids,
+        });
+    }
+
+    /// Appends an event to the pending batch and returns its seq.
+    pub(super) fn emit(&mut self, payload: EventPayload) -> u64 {
+        self.last_seq += 1;
+        let event = SessionEvent {
+            session_id: self.record.id.clone(),
+            seq: self.last_seq,
+            time: crate::now_ms(),
+            payload,
+        };
+        match serde_json::value::to_raw_value(&event) {
+            Ok(json) => {
+                self.pending.events.push((event.seq, json.clone()));
+                self.pending_published.push(Arc::new(Published {
+                    seq: event.seq,
+                    json,
+                }));
+            }
+            Err(e) => {
+                // Our own types always serialize; keep seq gapless regardless.
+                tracing::error!(error = %e, "event failed to serialize");
+                let json = RawValue::from_string(format!(
+                    "{{\"sessionId\":\"{}\",\"seq\":{},\"time\":{},\"type\":\"error\",\"message\":\"event lost: serialization failed\"}}",
+                    event.session_id, event.seq, event.time
+                ));
+                if let Ok(json) = json {
+                    self.pending.events.push((event.seq, json.clone()));
+                    self.pending_published.push(Arc::new(Published {
+                        seq: event.seq,
+                        json,
+                    }));
+                }
+            }
+        }
+        event.seq
+    }
+
+    /// The seq the next emitted event will get.
+    pub(super) fn next_seq(&self) -> u64 {
+        self.last_seq + 1
+    }
+
+    /// Records that a call became open (with what recovery needs) or closed.
+    pub(super) fn pending_open_call(&mut self, call_id: &str, saved: Option<Vec<u8>>) {
+        self.pending.open_calls.push((call_id.to_owned(), saved));
+    }
+
+    /// Whether `call_id` names a call this session had, even if finished:
+    /// call ids are `call-<seq of the call's first event>`.
+    pub(super) fn is_known_call(&self, call_id: &str) -> bool {
+        call_id
+            .strip_prefix("call-")
+            .and_then(|n| n.parse::<u64>().ok())
+            .is_some_and(|n| n >= 1 && n <= self.last_seq)
+    }
+
+    pub(super) fn after_commit(&mut self, f: impl FnOnce() + Send + 'static) {
+        self.after_commit.push(Box::new(f));
+    }
+
+    /// Persists the pending batch, then broadcasts it and sends held-back
+    /// replies. A store failure keeps the batch for the next commit.
+    async fn commit(&mut self) {
+        let has_writes = !self.pending.events.is_empty()
+            || !self.pending.open_calls.is_empty()
+            || self.pending.record.is_some();
+        if has_writes {
+            let append = std::mem::take(&mut self.pending);
+            let persisted = match self.deps.store.append(&self.record.id, &append) {
+                Ok(()) => self.deps.store.flush().await,
+                Err(e) => Err(e),
+            };
+            if let Err(e) = persisted {
+                tracing::error!(session = %self.record.id, error = %e, "could not persist events; will retry");
+                // Nothing was emitted since the batch was taken, so putting
+                // it back keeps the order; the run loop retries soon.
+                self.pending = append;
+                self.commit_failed = true;
+                return;
+            }
+            self.commit_failed = false;
+        }
+        for event in self.pending_published.drain(..) {
+            // No receivers is fine: nobody is subscribed.
+            let _ = self.events.send(event);
+        }
+        for reply in self.after_commit.drain(..) {
+            reply();
+        }
+    }
+
+    pub(super) fn apply(&mut self, effects: Vec<Effect>) {
+        for effect in effects {
+            self.apply_one(effect);
+        }
+    }
+}

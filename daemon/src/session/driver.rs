@@ -1,0 +1,254 @@
+//! The scheduler's driver: carries out the effects of the pure state
+//! machine inside the session actor (prepare, execute, abort, publish,
+//! retire) and turns client answers into scheduler inputs.
+
+use std::panic::AssertUnwindSafe;
+
+use futures::FutureExt;
+use geminid_protocol::event::EventPayload;
+use geminid_protocol::tool::ConfirmationOutcome;
+use serde_json::Value;
+use tokio::sync::oneshot;
+
+use super::SessionError;
+use super::actor::{Actor, Internal};
+use super::handle::CallAccepted;
+use crate::policy::{self, Decision, PolicyInput};
+use crate::scheduler::{Answer, CallError, CallErrorKind, Effect, Prepared, ToolCall};
+use crate::tools::{OutputSink, ToolError};
+use crate::wire;
+
+impl Actor {
+    pub(super) fn submit_call(
+        &mut self,
+        name: String,
+        args: Value,
+        wait: bool,
+        reply: oneshot::Sender<CallAccepted>,
+    ) {
+        // The call id is derived from the seq of the call's first event,
+        // which is unique in the session and survives restarts.
+        let call_id = format!("call-{}", self.next_seq());
+        let saved = serde_json::to_vec(&(&name, &args)).unwrap_or_default();
+        self.pending_open_call(&call_id, Some(saved));
+        let done = wait.then(|| {
+            let (tx, rx) = oneshot::channel();
+            self.waiters.entry(call_id.clone()).or_default().push(tx);
+            rx
+        });
+        let effects = self
+            .scheduler
+            .submit(ToolCall::new(call_id.clone(), name, args));
+        self.apply(effects);
+        self.after_commit(move || {
+            let _ = reply.send(CallAccepted { call_id, done });
+        });
+    }
+
+    /// A client's answer to a confirmation. `Ok(false)` when the call is
+    /// not waiting (anymore): another client answered first.
+    pub(super) fn confirm(
+        &mut self,
+        call_id: &str,
+        outcome: ConfirmationOutcome,
+        modified_args: Option<Value>,
+    ) -> Result<bool, SessionError> {
+        let Some(call) = self.scheduler.call(call_id) else {
+            return if self.is_known_call(call_id) {
+                Ok(false)
+            } else {
+                Err(SessionError::CallNotFound(call_id.to_owned()))
+            };
+        };
+        if !matches!(call.state, crate::scheduler::CallState::AwaitingApproval(_)) {
+            return Ok(false);
+        }
+        let name = call.name.clone();
+        let answer = match outcome {
+            ConfirmationOutcome::Cancel => Answer::Cancel,
+            ConfirmationOutcome::ProceedOnce => Answer::Proceed {
+                decided_by: "approved once by a client".to_owned(),
+            },
+            ConfirmationOutcome::ProceedAlways
+            | ConfirmationOutcome::ProceedAlwaysTool
+            | ConfirmationOutcome::ProceedAlwaysServer
+            | ConfirmationOutcome::ProceedAlwaysAndSave => {
+                self.always_allowed.insert(name.clone());
+                Answer::Proceed {
+                    decided_by: format!("{name} approved for the rest of the session"),
+                }
+            }
+            ConfirmationOutcome::ModifyWithEditor => {
+                let args = modified_args.ok_or_else(|| {
+                    SessionError::InvalidParams(
+                        "`modifiedArgs` is required with outcome modify_with_editor".to_owned(),
+                    )
+                })?;
+                let tool = self.deps.registry.get(&name).ok_or_else(|| {
+                    SessionError::InvalidParams(format!("tool `{name}` is no longer registered"))
+                })?;
+                let invocation = tool.build(&self.ctx, &args).map_err(|e| {
+                    SessionError::InvalidParams(format!("modified arguments rejected: {e}"))
+                })?;
+                self.scheduler.replace_args(
+                    call_id,
+                    args,
+                    invocation.description(),
+                    invocation.locations(),
+                );
+                self.invocations.insert(call_id.to_owned(), invocation);
+                Answer::Proceed {
+                    decided_by: "approved with modified arguments by a client".to_owned(),
+                }
+            }
+        };
+        let (accepted, effects) = self.scheduler.answer(call_id, answer);
+        self.apply(effects);
+        Ok(accepted)
+    }
+
+    pub(super) fn apply_one(&mut self, effect: Effect) {
+        match effect {
+            Effect::Prepare { call_id } => self.prepare(call_id),
+            Effect::Execute { call_id } => self.execute(call_id),
+            Effect::Abort { call_id } => {
+                if let Some(token) = self.running.get(&call_id) {
+                    token.cancel();
+                }
+            }
+            Effect::Publish { call, output_delta } => {
+                let snapshot = wire::snapshot(&call, output_delta);
+                self.emit(EventPayload::ToolCall(snapshot));
+            }
+            Effect::Retire { call_id } => {
+                self.invocations.remove(&call_id);
+                self.pending_open_call(&call_id, None);
+                if let Some(call) = self.scheduler.forget(&call_id) {
+                    let waiters = self.waiters.remove(&call_id).unwrap_or_default();
+                    if !waiters.is_empty() {
+                        let snapshot = wire::snapshot(&call, None);
+                        self.after_commit(move || {
+                            for waiter in waiters {
+                                let _ = waiter.send(snapshot.clone());
+                            }
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Validates the call, asks the policy and, when a person must decide,
+    /// builds the confirmation details in a task (they may read files).
+    fn prepare(&mut self, call_id: String) {
+        let Some(call) = self.scheduler.call(&call_id) else {
+            return;
+        };
+        let Some(tool) = self.deps.registry.get(&call.name) else {
+            let message = format!(
+                "no tool named `{}`; `tool.list` shows the available tools",
+                call.name
+            );
+            let effects = self.scheduler.prepared(
+                &call_id,
+                Prepared::Invalid(CallError::new(CallErrorKind::UnknownTool, message)),
+            );
+            return self.apply(effects);
+        };
+        let invocation = match tool.build(&self.ctx, &call.args) {
+            Ok(invocation) => invocation,
+            Err(e) => {
+                let effects = self
+                    .scheduler
+                    .prepared(&call_id, Prepared::Invalid(e.into()));
+                return self.apply(effects);
+            }
+        };
+        let name = call.name.clone();
+        let (decision, reason) = if self.always_allowed.contains(&name) {
+            (
+                Decision::Allow,
+                format!("{name} approved for the rest of the session"),
+            )
+        } else {
+            let verdict = policy::decide(PolicyInput {
+                tool_name: &name,
+                kind: tool.tool.kind(),
+                mode: self.record.approval_mode,
+                interactive: self.record.interactive,
+            });
+            (verdict.decision, format!("policy: {}", verdict.reason))
+        };
+        match decision {
+            Decision::Allow => {
+                let prepared = Prepared::Allowed {
+                    description: invocation.description(),
+                    locations: invocation.locations(),
+                    decided_by: reason,
+                };
+                self.invocations.insert(call_id.clone(), invocation);
+                let effects = self.scheduler.prepared(&call_id, prepared);
+                self.apply(effects);
+            }
+            Decision::Deny => {
+                let effects = self
+                    .scheduler
+                    .prepared(&call_id, Prepared::Denied { reason });
+                self.apply(effects);
+            }
+            Decision::AskUser => {
+                let internal = self.internal.clone();
+                self.tasks.spawn(async move {
+                    let prepared = match invocation.confirmation().await {
+                        Ok(details) => Prepared::Ask {
+                            description: invocation.description(),
+                            locations: invocation.locations(),
+                            details,
+                        },
+                        Err(e) => Prepared::Invalid(e.into()),
+                    };
+                    let _ = internal.send(Internal::Prepared {
+                        call_id,
+                        prepared,
+                        invocation: Some(invocation),
+                    });
+                });
+            }
+        }
+    }
+
+    fn execute(&mut self, call_id: String) {
+        let Some(invocation) = self.invocations.remove(&call_id) else {
+            let effects = self.scheduler.finished(
+                &call_id,
+                Err(CallError::new(
+                    CallErrorKind::Tool(crate::tools::ToolErrorKind::Execution),
+                    "internal error: the call was scheduled without a built invocation",
+                )),
+            );
+            return self.apply(effects);
+        };
+        let token = self.cancel.child_token();
+        self.running.insert(call_id.clone(), token.clone());
+        let internal = self.internal.clone();
+        let output = {
+            let internal = internal.clone();
+            let call_id = call_id.clone();
+            OutputSink::new(move |delta| {
+                let _ = internal.send(Internal::Output {
+                    call_id: call_id.clone(),
+                    delta,
+                });
+            })
+        };
+        self.tasks.spawn(async move {
+            // A panicking tool must fail its call, not the session.
+            let outcome = AssertUnwindSafe(invocation.execute(token, output))
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|_| Err(ToolError::execution("the tool panicked")))
+                .map_err(CallError::from);
+            let _ = internal.send(Internal::Finished { call_id, outcome });
+        });
+    }
+}

@@ -1,0 +1,147 @@
+//! The handle other tasks use to talk to a session actor.
+
+use std::sync::Arc;
+
+use geminid_protocol::tool::{ConfirmationOutcome, ToolCallSnapshot};
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use super::SessionError;
+use super::store::SessionRecord;
+use crate::policy::ApprovalMode;
+
+/// An event as stored and broadcast: its seq and its wire JSON.
+#[derive(Debug)]
+pub struct Published {
+    pub seq: u64,
+    pub json: Box<RawValue>,
+}
+
+/// A live subscription: events with `seq > last_seq` arrive on `events`;
+/// everything up to `last_seq` is in the store.
+pub struct Subscription {
+    pub events: broadcast::Receiver<Arc<Published>>,
+    pub last_seq: u64,
+}
+
+/// The answer to a `tool.call`.
+pub struct CallAccepted {
+    pub call_id: String,
+    /// Resolves with the final snapshot, when the caller asked to wait.
+    pub done: Option<oneshot::Receiver<ToolCallSnapshot>>,
+}
+
+pub(super) enum Command {
+    Info {
+        reply: oneshot::Sender<(SessionRecord, u64)>,
+    },
+    Subscribe {
+        reply: oneshot::Sender<Subscription>,
+    },
+    Call {
+        name: String,
+        args: Value,
+        wait: bool,
+        reply: oneshot::Sender<CallAccepted>,
+    },
+    Confirm {
+        call_id: String,
+        outcome: ConfirmationOutcome,
+        modified_args: Option<Value>,
+        reply: oneshot::Sender<Result<bool, SessionError>>,
+    },
+    CancelAll {
+        reply: oneshot::Sender<usize>,
+    },
+    SetApprovalMode {
+        mode: ApprovalMode,
+        reply: oneshot::Sender<SessionRecord>,
+    },
+    /// Cancel everything, wait for running calls to end, persist, exit.
+    Stop {
+        reason: String,
+        reply: oneshot::Sender<()>,
+    },
+}
+
+/// A cheap, cloneable way to reach one session's actor.
+#[derive(Clone)]
+pub struct SessionHandle {
+    pub id: String,
+    pub(super) commands: mpsc::Sender<Command>,
+}
+
+impl SessionHandle {
+    async fn ask<T>(
+        &self,
+        make: impl FnOnce(oneshot::Sender<T>) -> Command,
+    ) -> Result<T, SessionError> {
+        let (tx, rx) = oneshot::channel();
+        self.commands
+            .send(make(tx))
+            .await
+            .map_err(|_| SessionError::Stopped(self.id.clone()))?;
+        rx.await.map_err(|_| SessionError::Stopped(self.id.clone()))
+    }
+
+    pub async fn info(&self) -> Result<(SessionRecord, u64), SessionError> {
+        self.ask(|reply| Command::Info { reply }).await
+    }
+
+    pub async fn subscribe(&self) -> Result<Subscription, SessionError> {
+        self.ask(|reply| Command::Subscribe { reply }).await
+    }
+
+    pub async fn call(
+        &self,
+        name: String,
+        args: Value,
+        wait: bool,
+    ) -> Result<CallAccepted, SessionError> {
+        self.ask(|reply| Command::Call {
+            name,
+            args,
+            wait,
+            reply,
+        })
+        .await
+    }
+
+    pub async fn confirm(
+        &self,
+        call_id: String,
+        outcome: ConfirmationOutcome,
+        modified_args: Option<Value>,
+    ) -> Result<bool, SessionError> {
+        self.ask(|reply| Command::Confirm {
+            call_id,
+            outcome,
+            modified_args,
+            reply,
+        })
+        .await?
+    }
+
+    pub async fn cancel_all(&self) -> Result<usize, SessionError> {
+        self.ask(|reply| Command::CancelAll { reply }).await
+    }
+
+    pub async fn set_approval_mode(
+        &self,
+        mode: ApprovalMode,
+    ) -> Result<SessionRecord, SessionError> {
+        self.ask(|reply| Command::SetApprovalMode { mode, reply })
+            .await
+    }
+
+    pub async fn stop(&self, reason: &str) -> Result<(), SessionError> {
+        let reason = reason.to_owned();
+        self.ask(|reply| Command::Stop { reason, reply }).await
+    }
+
+    /// Whether the actor has exited.
+    pub fn is_stopped(&self) -> bool {
+        self.commands.is_closed()
+    }
+}

@@ -1,0 +1,165 @@
+//! Creates, loads, lists and deletes sessions. A stored session's actor is
+//! started on first use and runs until the daemon stops or the session is
+//! deleted.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::SessionError;
+use super::actor::{self, ActorDeps};
+use super::handle::SessionHandle;
+use super::store::{self, SessionRecord};
+use crate::policy::ApprovalMode;
+
+pub struct SessionManager {
+    deps: ActorDeps,
+    live: Mutex<HashMap<String, SessionHandle>>,
+    tracker: TaskTracker,
+    cancel: CancellationToken,
+}
+
+/// What a new session starts with.
+pub struct NewSession {
+    pub cwd: String,
+    pub approval_mode: ApprovalMode,
+    pub title: Option<String>,
+    pub interactive: bool,
+}
+
+impl SessionManager {
+    pub fn new(deps: ActorDeps) -> Self {
+        SessionManager {
+            deps,
+            live: Mutex::new(HashMap::new()),
+            tracker: TaskTracker::new(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    pub fn store(&self) -> &store::Store {
+        &self.deps.store
+    }
+
+    pub async fn create(&self, new: NewSession) -> Result<SessionHandle, SessionError> {
+        if self.cancel.is_cancelled() {
+            return Err(SessionError::ShuttingDown);
+        }
+        let cwd = std::path::Path::new(&new.cwd);
+        if !cwd.is_absolute() {
+            return Err(SessionError::InvalidCwd {
+                cwd: new.cwd.clone(),
+                reason: "it must be an absolute path".to_owned(),
+            });
+        }
+        let canonical = cwd.canonicalize().map_err(|e| SessionError::InvalidCwd {
+            cwd: new.cwd.clone(),
+            reason: e.to_string(),
+        })?;
+        if !canonical.is_dir() {
+            return Err(SessionError::InvalidCwd {
+                cwd: new.cwd.clone(),
+                reason: "it is not a directory".to_owned(),
+            });
+        }
+        let record = SessionRecord {
+            id: store::new_session_id(),
+            cwd: canonical.display().to_string(),
+            title: new.title,
+            approval_mode: new.approval_mode,
+            interactive: new.interactive,
+            created_at: crate::now_ms(),
+        };
+        self.deps.store.put_session(&record)?;
+        let handle = self.start(record)?;
+        Ok(handle)
+    }
+
+    /// The live handle of a session, starting its actor if needed.
+    pub fn get(&self, id: &str) -> Result<SessionHandle, SessionError> {
+        if self.cancel.is_cancelled() {
+            return Err(SessionError::ShuttingDown);
+        }
+        if let Some(handle) = self.lock().get(id).filter(|h| !h.is_stopped()) {
+            return Ok(handle.clone());
+        }
+        if id.len() != store::SESSION_ID_LEN {
+            return Err(SessionError::NotFound(id.to_owned()));
+        }
+        let record = self
+            .deps
+            .store
+            .get_session(id)?
+            .ok_or_else(|| SessionError::NotFound(id.to_owned()))?;
+        self.start(record)
+    }
+
+    fn start(&self, record: SessionRecord) -> Result<SessionHandle, SessionError> {
+        let mut live = self.lock();
+        // Another request may have started it meanwhile.
+        if let Some(handle) = live.get(&record.id).filter(|h| !h.is_stopped()) {
+            return Ok(handle.clone());
+        }
+        let id = record.id.clone();
+        let handle = actor::spawn(record, self.deps.clone(), &self.tracker, &self.cancel)?;
+        live.insert(id, handle.clone());
+        Ok(handle)
+    }
+
+    /// Every stored session with its last seq and whether it is loaded,
+    /// newest first.
+    pub fn list(&self) -> Result<Vec<(SessionRecord, u64, bool)>, SessionError> {
+        let live = self.lock().clone();
+        let mut out = Vec::new();
+        for record in self.deps.store.list_sessions()? {
+            let last_seq = self.deps.store.last_seq(&record.id)?;
+            let loaded = live.get(&record.id).is_some_and(|h| !h.is_stopped());
+            out.push((record, last_seq, loaded));
+        }
+        out.sort_by(|a, b| {
+            b.0.created_at
+                .cmp(&a.0.created_at)
+                .then(a.0.id.cmp(&b.0.id))
+        });
+        Ok(out)
+    }
+
+    pub fn is_loaded(&self, id: &str) -> bool {
+        self.lock().get(id).is_some_and(|h| !h.is_stopped())
+    }
+
+    pub fn loaded_count(&self) -> usize {
+        self.lock().values().filter(|h| !h.is_stopped()).count()
+    }
+
+    /// Stops the session's actor (cancelling its calls), then removes it
+    /// and its events. Its subscribers get `session.closed`.
+    pub async fn delete(&self, id: &str) -> Result<(), SessionError> {
+        let handle = self.get(id)?;
+        handle.stop("session deleted").await?;
+        self.lock().remove(id);
+        self.deps.store.delete_session(id)?;
+        self.deps.store.flush().await?;
+        Ok(())
+    }
+
+    /// Stops every actor: running calls are cancelled and their outcome
+    /// persisted. New requests are refused from now on.
+    pub async fn shutdown(&self) {
+        self.cancel.cancel();
+        let handles: Vec<SessionHandle> = self.lock().drain().map(|(_, h)| h).collect();
+        for handle in handles {
+            if let Err(e) = handle.stop("the daemon is shutting down").await {
+                tracing::debug!(session = %handle.id, error = %e, "session already stopped");
+            }
+        }
+        self.tracker.close();
+        self.tracker.wait().await;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionHandle>> {
+        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}

@@ -1,0 +1,32 @@
+//! Sessions: the actor per loaded session, its handle, the manager that
+//! loads and creates them, and the sled store behind them.
+
+mod actor;
+mod driver;
+mod handle;
+mod manager;
+pub mod store;
+
+pub use actor::ActorDeps;
+pub use handle::{CallAccepted, Published, SessionHandle, Subscription};
+pub use manager::{NewSession, SessionManager};
+pub use store::{SessionRecord, Store, StoreError};
+
+/// Failures of session operations, mapped to JSON-RPC errors in rpc/.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error("no session with id `{0}`")]
+    NotFound(String),
+    #[error("no tool call with id `{0}` in this session")]
+    CallNotFound(String),
+    #[error("cwd `{cwd}` cannot be used as a workspace: {reason}")]
+    InvalidCwd { cwd: String, reason: String },
+    #[error("{0}")]
+    InvalidParams(String),
+    #[error("session `{0}` has stopped (the daemon is shutting down)")]
+    Stopped(String),
+    #[error("the daemon is shutting down")]
+    ShuttingDown,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}

@@ -1,0 +1,361 @@
+//! The session store: session records, event logs and open calls, in sled.
+//!
+//! Everything lives in one sled tree so that one batch (the events of one
+//! actor step and the open-call bookkeeping that goes with them) is applied
+//! atomically. Keys:
+//!
+//! * `s` + session id: the [`SessionRecord`] as JSON;
+//! * `e` + session id + seq (u64 big-endian): one event, in its wire JSON;
+//! * `o` + session id + call id: a call that has not reached a terminal
+//!   state (so a restart can mark it interrupted without reading the log).
+//!
+//! Session ids have a fixed length ([`SESSION_ID_LEN`]), which keeps prefix
+//! scans exact. Writes are durable once [`Store::flush`] returns; the actor
+//! flushes before it broadcasts, so every event a client has seen survives a
+//! kill -9.
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+/// Length of a session id in bytes (hex characters).
+pub const SESSION_ID_LEN: usize = 32;
+
+/// A failure of the session store.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("session store at {path}: {source}")]
+    Open { path: String, source: sled::Error },
+    #[error("session store: {0}")]
+    Sled(#[from] sled::Error),
+    #[error("session store holds a corrupt record under {key}: {source}")]
+    Corrupt {
+        key: String,
+        source: serde_json::Error,
+    },
+    #[error("session id `{0}` is malformed (expected {SESSION_ID_LEN} hex characters)")]
+    BadSessionId(String),
+}
+
+/// What the store keeps about a session besides its events.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionRecord {
+    pub id: String,
+    pub cwd: String,
+    pub title: Option<String>,
+    pub approval_mode: crate::policy::ApprovalMode,
+    pub interactive: bool,
+    pub created_at: u64,
+}
+
+/// One append to a session's log, applied atomically.
+#[derive(Debug, Default)]
+pub struct Append {
+    /// `(seq, wire JSON)`, in seq order.
+    pub events: Vec<(u64, Box<RawValue>)>,
+    /// Calls that became open (`Some` of what recovery needs to describe
+    /// them: their name and args as JSON) or finished (`None`).
+    pub open_calls: Vec<(String, Option<Vec<u8>>)>,
+    /// A new version of the session record, if it changed.
+    pub record: Option<SessionRecord>,
+}
+
+/// The sled-backed store. Cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    db: sled::Db,
+    tree: sled::Tree,
+}
+
+impl Store {
+    /// Opens (or creates) the store in `dir`.
+    pub fn open(dir: &Path) -> Result<Store, StoreError> {
+        let db = sled::Config::new()
+            .path(dir.join("sessions.sled"))
+            // sled's default cache is 1 GiB; sessions are append-mostly and
+            // replays read sequentially, so a small cache is enough.
+            .cache_capacity(8 * 1024 * 1024)
+            .flush_every_ms(Some(500))
+            .open()
+            .map_err(|source| StoreError::Open {
+                path: dir.display().to_string(),
+                source,
+            })?;
+        let tree = db.open_tree("geminid")?;
+        Ok(Store { db, tree })
+    }
+
+    pub fn put_session(&self, record: &SessionRecord) -> Result<(), StoreError> {
+        check_id(&record.id)?;
+        let value = serde_json::to_vec(record).map_err(|source| StoreError::Corrupt {
+            key: record.id.clone(),
+            source,
+        })?;
+        self.tree.insert(record_key(&record.id), value)?;
+        Ok(())
+    }
+
+    pub fn get_session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
+        check_id(id)?;
+        match self.tree.get(record_key(id))? {
+            Some(bytes) => decode_record(id, &bytes).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    pub fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
+        let mut out = Vec::new();
+        for item in self.tree.scan_prefix(b"s") {
+            let (key, value) = item?;
+            let id = String::from_utf8_lossy(&key[1..]).into_owned();
+            out.push(decode_record(&id, &value)?);
+        }
+        Ok(out)
+    }
+
+    /// Removes a session, its events and its open calls.
+    pub fn delete_session(&self, id: &str) -> Result<(), StoreError> {
+        check_id(id)?;
+        let mut batch = sled::Batch::default();
+        batch.remove(record_key(id));
+        for prefix in [prefixed(b'e', id), prefixed(b'o', id)] {
+            for key in self.tree.scan_prefix(prefix).keys() {
+                batch.remove(key?);
+            }
+        }
+        self.tree.apply_batch(batch)?;
+        Ok(())
+    }
+
+    /// Applies one append atomically (not yet durable: see [`Store::flush`]).
+    pub fn append(&self, id: &str, append: &Append) -> Result<(), StoreError> {
+        check_id(id)?;
+        let mut batch = sled::Batch::default();
+        if let Some(record) = &append.record {
+            let value = serde_json::to_vec(record).map_err(|source| StoreError::Corrupt {
+                key: id.to_owned(),
+                source,
+            })?;
+            batch.insert(record_key(id), value);
+        }
+        for (seq, json) in &append.events {
+            batch.insert(event_key(id, *seq), json.get().as_bytes());
+        }
+        for (call_id, open) in &append.open_calls {
+            let mut key = prefixed(b'o', id);
+            key.extend_from_slice(call_id.as_bytes());
+            match open {
+                Some(saved) => batch.insert(key, saved.as_slice()),
+                None => batch.remove(key),
+            }
+        }
+        self.tree.apply_batch(batch)?;
+        Ok(())
+    }
+
+    /// Events with `since < seq <= upto`, in order.
+    pub fn events(
+        &self,
+        id: &str,
+        since: u64,
+        upto: u64,
+    ) -> Result<Vec<(u64, Box<RawValue>)>, StoreError> {
+        check_id(id)?;
+        let mut out = Vec::new();
+        if since >= upto {
+            return Ok(out);
+        }
+        for item in self
+            .tree
+            .range(event_key(id, since.saturating_add(1))..=event_key(id, upto))
+        {
+            let (key, value) = item?;
+            let seq = seq_of(&key);
+            let text = std::str::from_utf8(&value).map_err(|_| StoreError::Corrupt {
+                key: format!("{id}/{seq}"),
+                source: serde::de::Error::custom("event is not UTF-8"),
+            })?;
+            let raw =
+                RawValue::from_string(text.to_owned()).map_err(|source| StoreError::Corrupt {
+                    key: format!("{id}/{seq}"),
+                    source,
+                })?;
+            out.push((seq, raw));
+        }
+        Ok(out)
+    }
+
+    /// The seq of the session's newest event, 0 when it has none.
+    pub fn last_seq(&self, id: &str) -> Result<u64, StoreError> {
+        check_id(id)?;
+        Ok(self
+            .tree
+            .scan_prefix(prefixed(b'e', id))
+            .keys()
+            .next_back()
+            .transpose()?
+            .map(|key| seq_of(&key))
+            .unwrap_or(0))
+    }
+
+    /// Calls of the session that had not finished when last written.
+    pub fn open_calls(&self, id: &str) -> Result<Vec<(String, Vec<u8>)>, StoreError> {
+        check_id(id)?;
+        let prefix = prefixed(b'o', id);
+        let mut out = Vec::new();
+        for item in self.tree.scan_prefix(&prefix) {
+            let (key, value) = item?;
+            let call_id = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
+            out.push((call_id, value.to_vec()));
+        }
+        Ok(out)
+    }
+
+    /// Makes every write so far durable.
+    pub async fn flush(&self) -> Result<(), StoreError> {
+        self.db.flush_async().await?;
+        Ok(())
+    }
+
+    /// Blocking flush, for shutdown paths outside the runtime.
+    pub fn flush_blocking(&self) -> Result<(), StoreError> {
+        self.db.flush()?;
+        Ok(())
+    }
+}
+
+fn check_id(id: &str) -> Result<(), StoreError> {
+    if id.len() == SESSION_ID_LEN && id.bytes().all(|b| b.is_ascii_hexdigit()) {
+        Ok(())
+    } else {
+        Err(StoreError::BadSessionId(id.to_owned()))
+    }
+}
+
+fn prefixed(tag: u8, id: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(1 + SESSION_ID_LEN + 8);
+    key.push(tag);
+    key.extend_from_slice(id.as_bytes());
+    key
+}
+
+fn record_key(id: &str) -> Vec<u8> {
+    prefixed(b's', id)
+}
+
+fn event_key(id: &str, seq: u64) -> Vec<u8> {
+    let mut key = prefixed(b'e', id);
+    key.extend_from_slice(&seq.to_be_bytes());
+    key
+}
+
+fn seq_of(key: &[u8]) -> u64 {
+    let mut bytes = [0u8; 8];
+    let tail = &key[key.len().saturating_sub(8)..];
+    bytes[8 - tail.len()..].copy_from_slice(tail);
+    u64::from_be_bytes(bytes)
+}
+
+fn decode_record(id: &str, bytes: &[u8]) -> Result<SessionRecord, StoreError> {
+    serde_json::from_slice(bytes).map_err(|source| StoreError::Corrupt {
+        key: id.to_owned(),
+        source,
+    })
+}
+
+/// A fresh random session id.
+pub fn new_session_id() -> String {
+    uuid::Uuid::new_v4().simple().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn raw(s: &str) -> Box<RawValue> {
+        RawValue::from_string(s.to_owned()).unwrap()
+    }
+
+    fn record(id: &str) -> SessionRecord {
+        SessionRecord {
+            id: id.to_owned(),
+            cwd: "/tmp".into(),
+            title: None,
+            approval_mode: crate::policy::ApprovalMode::Default,
+            interactive: true,
+            created_at: 1,
+        }
+    }
+
+    #[tokio::test]
+    async fn events_survive_reopen_and_ranges_are_exact() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = new_session_id();
+        let b = new_session_id();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            store.put_session(&record(&a)).unwrap();
+            store.put_session(&record(&b)).unwrap();
+            let append = Append {
+                events: (1..=300)
+                    .map(|s| (s, raw(&format!("{{\"n\":{s}}}"))))
+                    .collect(),
+                open_calls: vec![
+                    ("c1".into(), Some(b"1".to_vec())),
+                    ("c2".into(), Some(b"2".to_vec())),
+                ],
+                record: None,
+            };
+            store.append(&a, &append).unwrap();
+            store
+                .append(
+                    &b,
+                    &Append {
+                        events: vec![(1, raw("{}"))],
+                        ..Append::default()
+                    },
+                )
+                .unwrap();
+            store
+                .append(
+                    &a,
+                    &Append {
+                        open_calls: vec![("c1".into(), None)],
+                        ..Append::default()
+                    },
+                )
+                .unwrap();
+            store.flush().await.unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.last_seq(&a).unwrap(), 300);
+        assert_eq!(store.last_seq(&b).unwrap(), 1);
+        let got = store.events(&a, 255, 260).unwrap();
+        assert_eq!(
+            got.iter().map(|(s, _)| *s).collect::<Vec<_>>(),
+            vec![256, 257, 258, 259, 260]
+        );
+        assert_eq!(got[0].1.get(), "{\"n\":256}");
+        assert_eq!(
+            store.open_calls(&a).unwrap(),
+            vec![("c2".to_owned(), b"2".to_vec())]
+        );
+        assert_eq!(store.list_sessions().unwrap().len(), 2);
+        store.delete_session(&a).unwrap();
+        assert_eq!(store.last_seq(&a).unwrap(), 0);
+        assert!(store.get_session(&a).unwrap().is_none());
+        assert_eq!(store.last_seq(&b).unwrap(), 1);
+    }
+
+    #[test]
+    fn malformed_ids_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        assert!(matches!(
+            store.last_seq("../x"),
+            Err(StoreError::BadSessionId(_))
+        ));
+    }
+}

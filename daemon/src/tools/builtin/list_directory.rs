@@ -1,0 +1,384 @@
+//! `list_directory`: the entries of one directory, directories first.
+
+use std::path::PathBuf;
+
+use async_trait::async_trait;
+use globset::{Glob, GlobSet, GlobSetBuilder};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::common;
+use super::contract::{
+    ConfirmationDetails, OutputSink, Tool, ToolContext, ToolError, ToolErrorKind, ToolInvocation,
+    ToolKind, ToolLocation, ToolResult,
+};
+use super::path::{display_relative, resolve_in_workspace};
+use super::walk::{Filtering, IgnoreChain};
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FileFilteringOptions {
+    pub respect_git_ignore: Option<bool>,
+    pub respect_gemini_ignore: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ListDirectoryParams {
+    pub path: String,
+    pub ignore: Option<Vec<String>>,
+    pub file_filtering_options: Option<FileFilteringOptions>,
+}
+
+pub struct ListDirectoryTool {
+    schema: Value,
+}
+
+impl Default for ListDirectoryTool {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl ListDirectoryTool {
+    pub fn new() -> Self {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "path": {
+                    "type": "string",
+                    "description": "Absolute path of the directory to list, inside the workspace."
+                },
+                "ignore": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "Glob patterns; entries whose name matches one are left out (for example [\"*.log\", \"tmp*\"])."
+                },
+                "file_filtering_options": {
+                    "type": "object",
+                    "description": "Which ignore files to honour. Both default to true.",
+                    "properties": {
+                        "respect_git_ignore": {
+                            "type": "boolean",
+                            "description": "Leave out entries matched by .gitignore files (and the .git directory)."
+                        },
+                        "respect_gemini_ignore": {
+                            "type": "boolean",
+                            "description": "Leave out entries matched by .geminiignore files."
+                        }
+                    }
+                }
+            },
+            "required": ["path"]
+        });
+        ListDirectoryTool { schema }
+    }
+}
+
+impl Tool for ListDirectoryTool {
+    fn name(&self) -> &str {
+        "list_directory"
+    }
+    fn display_name(&self) -> &str {
+        "ReadFolder"
+    }
+    fn description(&self) -> &str {
+        "Lists the files and subdirectories directly inside a directory: directories first (marked [DIR]), then files with their sizes, each sorted by name. Entries hidden by ignore patterns, .gitignore or .geminiignore are counted but not listed."
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::Read
+    }
+    fn parameter_schema(&self) -> &Value {
+        &self.schema
+    }
+
+    fn build(&self, ctx: &ToolContext, args: &Value) -> Result<Box<dyn ToolInvocation>, ToolError> {
+        let params = ListDirectoryParams {
+            path: common::req_field(args, "path")?,
+            ignore: common::opt_field(args, "ignore")?,
+            file_filtering_options: common::opt_field(args, "file_filtering_options")?,
+        };
+        let root = ctx.workspace_root.clone();
+        let dir = resolve_in_workspace(&root, &params.path, "path")?;
+        match std::fs::metadata(&dir) {
+            Err(e) => {
+                return Err(ToolError::new(
+                    ToolErrorKind::NotFound,
+                    format!("`path` {}: directory not found ({e})", dir.display()),
+                ));
+            }
+            Ok(m) if !m.is_dir() => {
+                return Err(ToolError::invalid(format!(
+                    "`path` {} is a file, not a directory",
+                    dir.display()
+                )));
+            }
+            Ok(_) => {}
+        }
+        let mut globs = GlobSetBuilder::new();
+        for pattern in params.ignore.iter().flatten() {
+            let glob = Glob::new(pattern).map_err(|e| {
+                ToolError::invalid(format!("`ignore` pattern {pattern:?} is invalid: {e}"))
+            })?;
+            globs.add(glob);
+        }
+        let ignore = globs
+            .build()
+            .map_err(|e| ToolError::invalid(format!("`ignore` patterns are invalid: {e}")))?;
+        let opts = params.file_filtering_options.clone().unwrap_or_default();
+        let filtering = Filtering {
+            git: opts.respect_git_ignore.unwrap_or(true),
+            gemini: opts.respect_gemini_ignore.unwrap_or(true),
+        };
+        Ok(Box::new(ListDirectoryInvocation {
+            root,
+            dir,
+            ignore,
+            filtering,
+        }))
+    }
+}
+
+pub struct ListDirectoryInvocation {
+    root: PathBuf,
+    dir: PathBuf,
+    ignore: GlobSet,
+    filtering: Filtering,
+}
+
+struct Entry {
+    name: String,
+    size: u64,
+}
+
+impl ListDirectoryInvocation {
+    fn run(self) -> Result<ToolResult, ToolError> {
+        let chain = IgnoreChain::for_dir(&self.root, &self.dir, self.filtering);
+        let read =
+            std::fs::read_dir(&self.dir).map_err(|e| common::io_error("list", &self.dir, &e))?;
+        let mut dirs = Vec::new();
+        let mut files = Vec::new();
+        let mut ignored = 0usize;
+        for item in read {
+            let item = item.map_err(|e| common::io_error("list", &self.dir, &e))?;
+            let name = item.file_name().to_string_lossy().into_owned();
+            let path = item.path();
+            // Follow symlinks for the type and size; a dangling one is
+            // listed as a file of its own (link) size.
+            let meta = match std::fs::metadata(&path) {
+                Ok(m) => m,
+                Err(_) => match item.metadata() {
+                    Ok(m) => m,
+                    Err(_) => continue,
+                },
+            };
+            let is_dir = meta.is_dir();
+            if self.ignore.is_match(&name) || chain.is_ignored(&path, is_dir) {
+                ignored += 1;
+                continue;
+            }
+            let entry = Entry {
+                name,
+                size: meta.len(),
+            };
+            if is_dir {
+                dirs.push(entry);
+            } else {
+                files.push(entry);
+            }
+        }
+        dirs.sort_by(|a, b| a.name.cmp(&b.name));
+        files.sort_by(|a, b| a.name.cmp(&b.name));
+        let shown = dirs.len() + files.len();
+        let mut text = if shown == 0 {
+            format!("Directory {} is empty.", self.dir.display())
+        } else {
+            format!("Directory listing for {}:", self.dir.display())
+        };
+        for d in &dirs {
+            text.push_str(&format!("\n[DIR] {}", d.name));
+        }
+        for f in &files {
+            text.push_str(&format!("\n{} ({})", f.name, human_size(f.size)));
+        }
+        if ignored > 0 {
+            text.push_str(&format!("\n\n({ignored} ignored)"));
+        }
+        let rel = display_relative(&self.root, &self.dir);
+        let mut summary = format!("Listed {shown} item(s) in {rel}");
+        if ignored > 0 {
+            summary.push_str(&format!(" ({ignored} ignored)"));
+        }
+        let mut r = ToolResult::text(text);
+        r.summary = Some(summary);
+        Ok(r)
+    }
+}
+
+fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
+    if bytes < 1024 {
+        return format!("{bytes} bytes");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+#[async_trait]
+impl ToolInvocation for ListDirectoryInvocation {
+    fn description(&self) -> String {
+        format!("List {}", display_relative(&self.root, &self.dir))
+    }
+
+    fn locations(&self) -> Vec<ToolLocation> {
+        vec![ToolLocation {
+            path: self.dir.clone(),
+            line: None,
+        }]
+    }
+
+    async fn confirmation(&self) -> Result<ConfirmationDetails, ToolError> {
+        Ok(ConfirmationDetails::Info {
+            title: "Confirm directory listing".to_owned(),
+            prompt: format!("List {}", self.dir.display()),
+            urls: Vec::new(),
+        })
+    }
+
+    async fn execute(
+        self: Box<Self>,
+        cancel: CancellationToken,
+        _output: OutputSink,
+    ) -> Result<ToolResult, ToolError> {
+        common::blocking(&cancel, move || self.run()).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tools::builtin::test_util::{Ws, run, text_of};
+
+    fn tool() -> ListDirectoryTool {
+        ListDirectoryTool::new()
+    }
+
+    fn fixture() -> Ws {
+        let ws = Ws::new();
+        ws.write("b.txt", "12345");
+        ws.write("a.rs", "x".repeat(2048));
+        ws.write("zdir/x", "");
+        ws.write("adir/y", "");
+        ws.write("build.log", "log");
+        ws.write("secret.env", "k");
+        ws.write(".gitignore", "*.log\n");
+        ws.write(".geminiignore", "*.env\n");
+        std::fs::create_dir(ws.root.join(".git")).unwrap();
+        ws
+    }
+
+    #[tokio::test]
+    async fn lists_dirs_first_with_sizes_and_ignored_count() {
+        let ws = fixture();
+        let r = run(&tool(), &ws.ctx, json!({"path": ws.p("")}))
+            .await
+            .unwrap();
+        let expected = format!(
+            "Directory listing for {}:\n[DIR] adir\n[DIR] link_out\n[DIR] zdir\n.geminiignore (6 bytes)\n.gitignore (6 bytes)\na.rs (2.0 KB)\nb.txt (5 bytes)\n\n(3 ignored)",
+            ws.root.display()
+        );
+        assert_eq!(text_of(&r), expected);
+    }
+
+    #[tokio::test]
+    async fn filtering_options_and_globs() {
+        let ws = fixture();
+        let r = run(
+            &tool(),
+            &ws.ctx,
+            json!({
+                "path": ws.p(""),
+                "ignore": ["*.rs", "?dir"],
+                "file_filtering_options": {"respect_git_ignore": false, "respect_gemini_ignore": false}
+            }),
+        )
+        .await
+        .unwrap();
+        let t = text_of(&r);
+        assert!(t.contains("[DIR] .git\n"), "{t}");
+        assert!(t.contains("build.log"));
+        assert!(t.contains("secret.env"));
+        assert!(!t.contains("a.rs"));
+        assert!(!t.contains("adir"));
+        assert!(t.ends_with("(3 ignored)"), "{t}");
+    }
+
+    #[tokio::test]
+    async fn empty_directory() {
+        let ws = Ws::new();
+        std::fs::create_dir(ws.root.join("empty")).unwrap();
+        let r = run(&tool(), &ws.ctx, json!({"path": ws.p("empty")}))
+            .await
+            .unwrap();
+        assert_eq!(
+            text_of(&r),
+            format!("Directory {} is empty.", ws.root.join("empty").display())
+        );
+    }
+
+    #[tokio::test]
+    async fn bad_inputs_fail_clearly() {
+        let ws = fixture();
+        let cases = [
+            (
+                json!({"path": "adir"}),
+                ToolErrorKind::PathNotAllowed,
+                "absolute",
+            ),
+            (
+                json!({"path": ws.outside.display().to_string()}),
+                ToolErrorKind::PathNotAllowed,
+                "outside",
+            ),
+            (
+                json!({"path": ws.p("link_out")}),
+                ToolErrorKind::PathNotAllowed,
+                "outside",
+            ),
+            (
+                json!({"path": ws.p("nope")}),
+                ToolErrorKind::NotFound,
+                "not found",
+            ),
+            (
+                json!({"path": ws.p("b.txt")}),
+                ToolErrorKind::InvalidParams,
+                "not a directory",
+            ),
+            (
+                json!({"path": ws.p(""), "ignore": ["a[b"]}),
+                ToolErrorKind::InvalidParams,
+                "`ignore`",
+            ),
+            (
+                json!({"path": ws.p(""), "ignore": "*.rs"}),
+                ToolErrorKind::InvalidParams,
+                "`ignore`",
+            ),
+            (
+                json!({}),
+                ToolErrorKind::InvalidParams,
+                "`path` is required",
+            ),
+        ];
+        for (args, kind, needle) in cases {
+            let err = run(&tool(), &ws.ctx, args.clone()).await.unwrap_err();
+            assert_eq!(err.kind, kind, "{args}: {err}");
+            assert!(err.message.contains(needle), "{args}: {err}");
+        }
+    }
+}

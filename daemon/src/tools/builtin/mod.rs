@@ -1,0 +1,71 @@
+//! Built-in file tools. Each tool lives in its own file; `common` and
+//! `walk` hold what they share.
+
+use std::sync::Arc;
+
+// Re-exported to the tool files as `super::contract` / `super::path`, so
+// they keep compiling when this directory moves under another module.
+use super::{contract, path};
+
+use contract::Tool;
+
+pub mod common;
+pub mod diff;
+pub mod list_directory;
+pub mod read_file;
+pub mod read_many_files;
+pub mod replace;
+pub mod replace_match;
+pub mod save_memory;
+pub mod walk;
+pub mod write_file;
+
+#[cfg(test)]
+mod test_util;
+
+pub use list_directory::ListDirectoryTool;
+pub use read_file::ReadFileTool;
+pub use read_many_files::ReadManyFilesTool;
+pub use replace::ReplaceTool;
+pub use save_memory::SaveMemoryTool;
+pub use write_file::WriteFileTool;
+
+/// Every built-in tool, configured for this daemon.
+pub fn all(config: &crate::config::DaemonConfig) -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(SaveMemoryTool::new(
+            config.user_gemini_dir.join("GEMINI.md"),
+        )),
+        Arc::new(ReadFileTool::new()),
+        Arc::new(WriteFileTool::new()),
+        Arc::new(ListDirectoryTool::new()),
+        Arc::new(ReplaceTool::new()),
+        Arc::new(ReadManyFilesTool::new()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every schema is an object schema whose required names are declared
+    /// properties with descriptions, and every name is unique.
+    #[test]
+    fn schemas_are_well_formed() {
+        let tools = all(&crate::config::DaemonConfig::from_env());
+        let mut names = std::collections::HashSet::new();
+        for t in &tools {
+            assert!(names.insert(t.name().to_owned()), "duplicate {}", t.name());
+            let s = t.parameter_schema();
+            assert_eq!(s["type"], "object", "{}", t.name());
+            let props = s["properties"].as_object().unwrap();
+            for (name, p) in props {
+                assert!(p["description"].is_string(), "{}.{name}", t.name());
+            }
+            for r in s["required"].as_array().unwrap() {
+                assert!(props.contains_key(r.as_str().unwrap()), "{}: {r}", t.name());
+            }
+        }
+        assert_eq!(names.len(), 6);
+    }
+}

@@ -1,0 +1,309 @@
+//! The running half of `read_many_files`: walking, filtering, reading and
+//! formatting.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use base64::Engine;
+use ignore::WalkState;
+use tokio_util::sync::CancellationToken;
+
+use super::super::common::{self, FileClass, MAX_FILE_BYTES};
+use super::super::contract::{ContentPart, ToolDisplay, ToolError, ToolResult};
+use super::super::path::display_relative;
+use super::super::walk::{self, Filtering};
+use super::{MAX_TOTAL_TEXT_BYTES, Plan};
+
+pub const END_MARKER: &str = "--- End of content ---";
+
+/// Names of files left out, per reason, for the closing notes.
+#[derive(Default)]
+struct Skipped {
+    binary: Vec<String>,
+    media: Vec<String>,
+    too_large: Vec<String>,
+    over_cap: Vec<String>,
+    ignored: Vec<String>,
+    unreadable: Vec<String>,
+}
+
+pub fn run(plan: &Plan, cancel: &CancellationToken) -> Result<ToolResult, ToolError> {
+    let mut skipped = Skipped::default();
+    let mut files: Vec<(PathBuf, bool)> = Vec::new();
+    for path in &plan.explicit {
+        if walk::gemini_ignored(&plan.root, path) {
+            skipped.ignored.push(display_relative(&plan.root, path));
+        } else {
+            files.push((path.clone(), true));
+        }
+    }
+    files.extend(walk_globs(plan).into_iter().map(|p| (p, false)));
+    // Sorted by path; an explicitly named file wins over the same file
+    // found by a pattern (it may be media that was asked for).
+    files.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
+    files.dedup_by(|a, b| a.0 == b.0);
+
+    let loaded = load_all(plan, &files, cancel)?;
+    let mut parts: Vec<ContentPart> = Vec::new();
+    let mut text = String::new();
+    let mut read = 0usize;
+    for ((path, _), item) in files.iter().zip(loaded) {
+        let rel = display_relative(&plan.root, path);
+        match item {
+            Loaded::Binary => skipped.binary.push(rel),
+            Loaded::MediaNotAsked => skipped.media.push(rel),
+            Loaded::TooLarge => skipped.too_large.push(rel),
+            Loaded::Unreadable => skipped.unreadable.push(rel),
+            Loaded::OverCap => skipped.over_cap.push(rel),
+            Loaded::Media(mime, bytes) => {
+                text.push_str(&format!("--- {} ---\n", path.display()));
+                parts.push(ContentPart::Text {
+                    text: std::mem::take(&mut text),
+                });
+                parts.push(ContentPart::InlineData {
+                    mime_type: mime.to_owned(),
+                    data: base64::engine::general_purpose::STANDARD.encode(&bytes),
+                });
+                read += 1;
+            }
+            Loaded::Text(content) => {
+                if text.len() + content.len() > MAX_TOTAL_TEXT_BYTES {
+                    skipped.over_cap.push(rel);
+                    continue;
+                }
+                text.push_str(&format!("--- {} ---\n", path.display()));
+                text.push_str(&content);
+                text.push('\n');
+                read += 1;
+            }
+        }
+    }
+    let notes = notes(plan, &skipped);
+    if read == 0 {
+        let mut msg = "No files were read: nothing matched the given paths and patterns, or every match was skipped.".to_owned();
+        if !notes.is_empty() {
+            msg.push_str("\n\n");
+            msg.push_str(&notes.join("\n"));
+        }
+        return Ok(ToolResult::text(msg));
+    }
+    text.push_str(END_MARKER);
+    if !notes.is_empty() {
+        text.push_str("\n\n");
+        text.push_str(&notes.join("\n"));
+    }
+    parts.push(ContentPart::Text { text });
+    let mut summary = format!("Read {read} file(s)");
+    for n in &notes {
+        summary.push_str(&format!("\n- {n}"));
+    }
+    Ok(ToolResult {
+        llm_content: parts,
+        display: ToolDisplay::Markdown {
+            text: summary.clone(),
+        },
+        summary: Some(format!("Read {read} file(s)")),
+    })
+}
+
+/// One file after loading, before the in-order assembly.
+enum Loaded {
+    Text(String),
+    Media(&'static str, Vec<u8>),
+    Binary,
+    MediaNotAsked,
+    TooLarge,
+    Unreadable,
+    OverCap,
+}
+
+/// Loads the files on a few threads (file reads are mostly syscall
+/// latency, which overlaps well). Results come back in input order. Text
+/// loading stops once twice the cap is held, bounding memory; the exact
+/// cap is applied in order afterwards.
+fn load_all(
+    plan: &Plan,
+    files: &[(PathBuf, bool)],
+    cancel: &CancellationToken,
+) -> Result<Vec<Loaded>, ToolError> {
+    let next = AtomicUsize::new(0);
+    let held = AtomicUsize::new(0);
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
+    let mut results: Vec<(usize, Loaded)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..workers)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some((path, explicit)) = files.get(i) else {
+                            break;
+                        };
+                        if cancel.is_cancelled() {
+                            break;
+                        }
+                        out.push((i, load_one(plan, path, *explicit, &held)));
+                    }
+                    out
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .flat_map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    if cancel.is_cancelled() {
+        return Err(common::cancelled());
+    }
+    results.sort_by_key(|(i, _)| *i);
+    Ok(results.into_iter().map(|(_, l)| l).collect())
+}
+
+fn load_one(plan: &Plan, path: &Path, explicit: bool, held: &AtomicUsize) -> Loaded {
+    if held.load(Ordering::Relaxed) > 2 * MAX_TOTAL_TEXT_BYTES {
+        return Loaded::OverCap;
+    }
+    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    if size > MAX_FILE_BYTES {
+        return Loaded::TooLarge;
+    }
+    let Ok(bytes) = std::fs::read(path) else {
+        return Loaded::Unreadable;
+    };
+    match common::classify(path, &bytes) {
+        FileClass::Binary => Loaded::Binary,
+        FileClass::Media(mime) => {
+            let ext = path
+                .extension()
+                .map(|e| e.to_string_lossy().to_ascii_lowercase())
+                .unwrap_or_default();
+            if explicit || plan.media_exts.contains(&ext) {
+                Loaded::Media(mime, bytes)
+            } else {
+                Loaded::MediaNotAsked
+            }
+        }
+        FileClass::Text => {
+            held.fetch_add(bytes.len(), Ordering::Relaxed);
+            Loaded::Text(common::decode_text(bytes))
+        }
+    }
+}
+
+fn notes(plan: &Plan, s: &Skipped) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut note = |what: &str, names: &[String]| {
+        if names.is_empty() {
+            return;
+        }
+        const SHOWN: usize = 20;
+        let mut list = names
+            .iter()
+            .take(SHOWN)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if names.len() > SHOWN {
+            list.push_str(&format!(", and {} more", names.len() - SHOWN));
+        }
+        out.push(format!("{what} ({}): {list}", names.len()));
+    };
+    note("Skipped binary files", &s.binary);
+    note(
+        "Skipped image/PDF/audio/video files not named explicitly or by extension",
+        &s.media,
+    );
+    note(
+        &format!("Skipped files over {} MB", MAX_FILE_BYTES / (1024 * 1024)),
+        &s.too_large,
+    );
+    note(
+        &format!(
+            "Left out because the {} MB total text limit was reached",
+            MAX_TOTAL_TEXT_BYTES / (1024 * 1024)
+        ),
+        &s.over_cap,
+    );
+    note("Ignored by .geminiignore", &s.ignored);
+    note("Could not read", &s.unreadable);
+    note("Not found", &plan.missing);
+    out
+}
+
+/// Walks the base directory of every pattern once (in parallel) and keeps
+/// the files a pattern matches and no exclude does.
+fn walk_globs(plan: &Plan) -> Vec<PathBuf> {
+    let mut bases: Vec<&PathBuf> = plan.globs.iter().map(|(b, _)| b).collect();
+    bases.sort();
+    bases.dedup();
+    // A base inside another base is covered by the outer walk.
+    let bases: Vec<&PathBuf> = bases
+        .iter()
+        .filter(|b| !bases.iter().any(|o| o != *b && b.starts_with(o)))
+        .copied()
+        .filter(|b| b.is_dir())
+        .collect();
+    let Some((first, rest)) = bases.split_first() else {
+        return Vec::new();
+    };
+    let filtering = Filtering {
+        git: plan.respect_git,
+        gemini: true,
+    };
+    let mut builder = walk::walker(first, filtering, true);
+    for b in rest {
+        builder.add(b);
+    }
+    let (root, exclude) = (plan.root.clone(), plan.exclude.clone());
+    builder.threads(2).filter_entry(move |e| {
+        if walk::is_git_dir(e) {
+            return false;
+        }
+        // Prune an excluded directory (`**/node_modules/**`) by asking
+        // whether a file inside it would be excluded.
+        if e.file_type().is_some_and(|t| t.is_dir()) {
+            let rel = e.path().strip_prefix(&root).unwrap_or(e.path());
+            return !exclude.is_match(rel.join("\u{0}"));
+        }
+        true
+    });
+    let found = Mutex::new(Vec::new());
+    builder.build_parallel().run(|| {
+        let found = &found;
+        Box::new(move |entry| {
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            let Some(ft) = entry.file_type() else {
+                return WalkState::Continue;
+            };
+            let path = if ft.is_symlink() {
+                // Only links whose target is a file inside the workspace.
+                match entry.path().canonicalize() {
+                    Ok(t) if t.starts_with(&plan.root) && t.is_file() => entry.path().to_path_buf(),
+                    _ => return WalkState::Continue,
+                }
+            } else if ft.is_file() {
+                entry.path().to_path_buf()
+            } else {
+                return WalkState::Continue;
+            };
+            if wanted(plan, &path)
+                && let Ok(mut v) = found.lock()
+            {
+                v.push(path);
+            }
+            WalkState::Continue
+        })
+    });
+    found.into_inner().unwrap_or_default()
+}
+
+fn wanted(plan: &Plan, path: &Path) -> bool {
+    let Ok(rel) = path.strip_prefix(&plan.root) else {
+        return false;
+    };
+    plan.globs.iter().any(|(_, m)| m.is_match(rel)) && !plan.exclude.is_match(rel)
+}

@@ -1,0 +1,281 @@
+//! The tool contract (seed 000 section 3.2): what every tool, built-in or
+//! discovered, provides to the registry and the scheduler.
+//!
+//! A [`Tool`] is the declaration (name, kind, schema). `build` validates raw
+//! arguments and yields a [`ToolInvocation`]: one checked call that can be
+//! described, asked about and executed. Execution gets a cancellation token
+//! and an [`OutputSink`] for streaming output; it returns a [`ToolResult`]
+//! with content for the model and content for people.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// What a tool does, which decides how the default policy treats it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolKind {
+    Read,
+    Edit,
+    Delete,
+    Move,
+    Search,
+    Execute,
+    Think,
+    Fetch,
+    Other,
+}
+
+impl ToolKind {
+    /// Kinds that never change anything outside the daemon.
+    pub fn is_read_only(self) -> bool {
+        match self {
+            ToolKind::Read | ToolKind::Search | ToolKind::Think | ToolKind::Fetch => true,
+            ToolKind::Edit
+            | ToolKind::Delete
+            | ToolKind::Move
+            | ToolKind::Execute
+            | ToolKind::Other => false,
+        }
+    }
+
+    /// Kinds that modify files (allowed without asking in autoEdit mode).
+    pub fn is_edit(self) -> bool {
+        match self {
+            ToolKind::Edit | ToolKind::Delete | ToolKind::Move => true,
+            ToolKind::Read
+            | ToolKind::Search
+            | ToolKind::Think
+            | ToolKind::Fetch
+            | ToolKind::Execute
+            | ToolKind::Other => false,
+        }
+    }
+}
+
+/// Where a tool came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolSource {
+    Builtin,
+    Discovered,
+    Mcp { server: String },
+}
+
+/// A file system location a call touches (for editors and for review).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolLocation {
+    pub path: PathBuf,
+    pub line: Option<u64>,
+}
+
+/// One part of the content given back to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentPart {
+    Text {
+        text: String,
+    },
+    /// Binary content (images, PDF, audio) as base64 with its MIME type.
+    InlineData {
+        mime_type: String,
+        data: String,
+    },
+}
+
+/// What people see of a result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToolDisplay {
+    Text { text: String },
+    Markdown { text: String },
+    FileDiff(FileDiff),
+}
+
+/// A change to one file, as a unified diff plus both contents.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FileDiff {
+    pub file_name: String,
+    pub file_path: PathBuf,
+    pub diff: String,
+    /// `None` when the file is new.
+    pub original_content: Option<String>,
+    pub new_content: String,
+}
+
+/// The outcome of a successful execution.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolResult {
+    /// Content for the model's history.
+    pub llm_content: Vec<ContentPart>,
+    /// Content for people.
+    pub display: ToolDisplay,
+    /// A one-line summary, when the tool has a better one than the display.
+    pub summary: Option<String>,
+}
+
+impl ToolResult {
+    /// A result whose model content and display are the same text.
+    pub fn text(text: impl Into<String>) -> Self {
+        let text = text.into();
+        ToolResult {
+            llm_content: vec![ContentPart::Text { text: text.clone() }],
+            display: ToolDisplay::Text { text },
+            summary: None,
+        }
+    }
+}
+
+/// Why a call failed. The message is shown to the model and to people.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+#[error("{message}")]
+pub struct ToolError {
+    pub kind: ToolErrorKind,
+    pub message: String,
+}
+
+/// Coarse classes of tool failure, so clients can react without parsing text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolErrorKind {
+    /// The arguments are wrong (schema or the tool's own checks).
+    InvalidParams,
+    /// A path is outside the workspace or otherwise not allowed.
+    PathNotAllowed,
+    /// A file or directory the call needs does not exist.
+    NotFound,
+    /// The tool ran and failed.
+    Execution,
+    /// The call ran out of time.
+    Timeout,
+    /// The call was cancelled while running.
+    Cancelled,
+    /// The tool's backend (an MCP server, a discovery command) is unavailable.
+    Unavailable,
+}
+
+impl ToolError {
+    pub fn new(kind: ToolErrorKind, message: impl Into<String>) -> Self {
+        ToolError {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    pub fn invalid(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::InvalidParams, message)
+    }
+
+    pub fn execution(message: impl Into<String>) -> Self {
+        Self::new(ToolErrorKind::Execution, message)
+    }
+}
+
+/// What a person is asked before a call runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ConfirmationDetails {
+    /// A file edit, shown as a diff.
+    Edit { title: String, diff: FileDiff },
+    /// A command to execute.
+    Exec {
+        title: String,
+        command: String,
+        /// The first word of each sub-command, for "always allow" choices.
+        root_commands: Vec<String>,
+    },
+    /// A call to a tool on an MCP server.
+    Mcp {
+        title: String,
+        server_name: String,
+        tool_name: String,
+    },
+    /// Anything else: a prompt and the URLs it concerns.
+    Info {
+        title: String,
+        prompt: String,
+        urls: Vec<String>,
+    },
+}
+
+/// The session-independent facts a tool needs to build and run a call.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The session's workspace root, canonical (symlinks resolved).
+    pub workspace_root: PathBuf,
+}
+
+impl ToolContext {
+    pub fn new(workspace_root: impl AsRef<Path>) -> std::io::Result<Self> {
+        Ok(ToolContext {
+            workspace_root: workspace_root.as_ref().canonicalize()?,
+        })
+    }
+}
+
+/// Receives streaming output while a call runs. Cheap to clone.
+#[derive(Clone)]
+pub struct OutputSink(Arc<dyn Fn(String) + Send + Sync>);
+
+impl OutputSink {
+    pub fn new(f: impl Fn(String) + Send + Sync + 'static) -> Self {
+        OutputSink(Arc::new(f))
+    }
+
+    /// A sink that drops everything (for tests and non-streaming callers).
+    pub fn discard() -> Self {
+        OutputSink(Arc::new(|_| {}))
+    }
+
+    pub fn send(&self, delta: String) {
+        (self.0)(delta)
+    }
+}
+
+impl std::fmt::Debug for OutputSink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OutputSink")
+    }
+}
+
+/// A tool declaration: identity, kind and parameters.
+pub trait Tool: Send + Sync {
+    /// The name the model calls it by (`read_file`).
+    fn name(&self) -> &str;
+    /// A name for people (`ReadFile`).
+    fn display_name(&self) -> &str;
+    /// What the tool does, for the model.
+    fn description(&self) -> &str;
+    fn kind(&self) -> ToolKind;
+    /// JSON schema of the arguments.
+    fn parameter_schema(&self) -> &Value;
+    fn source(&self) -> ToolSource {
+        ToolSource::Builtin
+    }
+    /// Validates the arguments (the schema has already been checked) and
+    /// returns a call ready to describe, confirm and execute.
+    fn build(&self, ctx: &ToolContext, args: &Value) -> Result<Box<dyn ToolInvocation>, ToolError>;
+}
+
+/// One validated call of a tool.
+#[async_trait]
+pub trait ToolInvocation: Send + Sync {
+    /// A one-line human description (`Read src/main.rs`).
+    fn description(&self) -> String;
+    /// Paths the call touches.
+    fn locations(&self) -> Vec<ToolLocation>;
+    /// What to show a person asked to approve this call. Only called when
+    /// the policy says to ask.
+    async fn confirmation(&self) -> Result<ConfirmationDetails, ToolError>;
+    /// Runs the call. Must return promptly with a `Cancelled` error once
+    /// `cancel` fires, leaving nothing half-done.
+    async fn execute(
+        self: Box<Self>,
+        cancel: CancellationToken,
+        output: OutputSink,
+    ) -> Result<ToolResult, ToolError>;
+}

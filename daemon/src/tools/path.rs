@@ -1,0 +1,181 @@
+//! Workspace confinement: every path a tool touches must be absolute and,
+//! after resolving symlinks and `..`, inside the session's workspace root.
+
+use std::path::{Component, Path, PathBuf};
+
+use super::contract::{ToolError, ToolErrorKind};
+
+/// Resolves `raw` (a path argument named `param`) against `root`, which must
+/// be canonical. The result is canonical for the part that exists, with the
+/// not-yet-existing tail appended, and is guaranteed to lie inside `root`.
+pub fn resolve_in_workspace(root: &Path, raw: &str, param: &str) -> Result<PathBuf, ToolError> {
+    if raw.is_empty() {
+        return Err(ToolError::invalid(format!("`{param}` must not be empty")));
+    }
+    if raw.contains('\0') {
+        return Err(ToolError::invalid(format!(
+            "`{param}` must not contain a NUL byte"
+        )));
+    }
+    let path = Path::new(raw);
+    if !path.is_absolute() {
+        return Err(ToolError::new(
+            ToolErrorKind::PathNotAllowed,
+            format!("`{param}` must be an absolute path, got relative path: {raw}"),
+        ));
+    }
+    let resolved = resolve_existing_prefix(path).map_err(|e| {
+        ToolError::new(
+            ToolErrorKind::PathNotAllowed,
+            format!("cannot resolve `{param}` {raw}: {e}"),
+        )
+    })?;
+    if !resolved.starts_with(root) {
+        return Err(ToolError::new(
+            ToolErrorKind::PathNotAllowed,
+            format!(
+                "`{param}` {raw} resolves to {} which is outside the workspace root {}",
+                resolved.display(),
+                root.display()
+            ),
+        ));
+    }
+    Ok(resolved)
+}
+
+/// Canonicalizes the longest existing ancestor of `path` and appends the
+/// rest. The rest may not contain `..` (it cannot be resolved against a
+/// directory that does not exist, and would let a path climb out).
+fn resolve_existing_prefix(path: &Path) -> std::io::Result<PathBuf> {
+    let mut existing = path.to_path_buf();
+    let mut tail: Vec<std::ffi::OsString> = Vec::new();
+    loop {
+        match existing.canonicalize() {
+            Ok(canonical) => {
+                let mut out = canonical;
+                for part in tail.iter().rev() {
+                    out.push(part);
+                }
+                return Ok(out);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                // A dangling symlink must not be treated as "not existing yet":
+                // writing through it would create its target, wherever it points.
+                if existing.symlink_metadata().is_ok() {
+                    return Err(std::io::Error::other(
+                        "it is a symlink whose target does not exist",
+                    ));
+                }
+                let Some(name) = existing.file_name().map(|n| n.to_os_string()) else {
+                    return Err(e);
+                };
+                if existing
+                    .components()
+                    .next_back()
+                    .is_some_and(|c| matches!(c, Component::ParentDir))
+                {
+                    return Err(std::io::Error::other(
+                        "`..` after a directory that does not exist",
+                    ));
+                }
+                tail.push(name);
+                if !existing.pop() {
+                    return Err(e);
+                }
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The path relative to the workspace root, for short descriptions.
+pub fn display_relative(root: &Path, path: &Path) -> String {
+    match path.strip_prefix(root) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_owned(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        root: PathBuf,
+        outside: PathBuf,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let root = base.join("ws");
+        let outside = base.join("outside");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(root.join("sub/a.txt"), "a").unwrap();
+        std::fs::write(outside.join("secret"), "s").unwrap();
+        symlink(&outside, root.join("link_out")).unwrap();
+        symlink(root.join("sub"), root.join("link_in")).unwrap();
+        symlink(outside.join("nope"), root.join("dangling_out")).unwrap();
+        Fixture {
+            _dir: dir,
+            root,
+            outside,
+        }
+    }
+
+    fn check(f: &Fixture, raw: &str) -> Result<PathBuf, ToolErrorKind> {
+        resolve_in_workspace(&f.root, raw, "path").map_err(|e| e.kind)
+    }
+
+    #[test]
+    fn accepts_paths_inside_the_root() {
+        let f = fixture();
+        let r = f.root.display().to_string();
+        assert_eq!(
+            check(&f, &format!("{r}/sub/a.txt")),
+            Ok(f.root.join("sub/a.txt"))
+        );
+        assert_eq!(check(&f, &r), Ok(f.root.clone()));
+        assert_eq!(
+            check(&f, &format!("{r}/sub/../sub/a.txt")),
+            Ok(f.root.join("sub/a.txt"))
+        );
+        assert_eq!(
+            check(&f, &format!("{r}/link_in/a.txt")),
+            Ok(f.root.join("sub/a.txt"))
+        );
+        assert_eq!(
+            check(&f, &format!("{r}/new/dir/file")),
+            Ok(f.root.join("new/dir/file"))
+        );
+    }
+
+    #[test]
+    fn refuses_escapes() {
+        let f = fixture();
+        let r = f.root.display().to_string();
+        let o = f.outside.display().to_string();
+        let cases = [
+            "relative/path".to_owned(),
+            "./sub/a.txt".to_owned(),
+            String::new(),
+            format!("{r}/../outside/secret"),
+            format!("{r}/sub/../../outside/secret"),
+            format!("{r}/link_out/secret"),
+            format!("{r}/link_out/new_file"),
+            format!("{r}/dangling_out"),
+            format!("{r}/missing/../../outside/x"),
+            format!("{o}/secret"),
+            "/etc/passwd".to_owned(),
+            "/proc/self/root/etc/passwd".to_owned(),
+            format!("{r}/a\0b"),
+        ];
+        for raw in cases {
+            assert!(check(&f, &raw).is_err(), "{raw:?} should be refused");
+        }
+    }
+}

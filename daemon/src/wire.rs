@@ -1,0 +1,211 @@
+//! The one place where the daemon's own types become protocol types and
+//! back. rpc/ uses it for answers; session/ uses it because the event log
+//! stores events in their wire form (the log is the record of what clients
+//! were sent, byte for byte).
+
+use geminid_protocol as proto;
+use proto::tool as wt;
+
+use crate::policy::ApprovalMode;
+use crate::scheduler::{CallErrorKind, CallState, ToolCall};
+use crate::session::SessionRecord;
+use crate::tools::{
+    ConfirmationDetails, ContentPart, FileDiff, Tool, ToolDisplay, ToolErrorKind, ToolLocation,
+    ToolResult, ToolSource,
+};
+
+pub fn approval_mode(mode: ApprovalMode) -> proto::ApprovalMode {
+    match mode {
+        ApprovalMode::Default => proto::ApprovalMode::Default,
+        ApprovalMode::AutoEdit => proto::ApprovalMode::AutoEdit,
+        ApprovalMode::Yolo => proto::ApprovalMode::Yolo,
+    }
+}
+
+pub fn approval_mode_from(mode: proto::ApprovalMode) -> ApprovalMode {
+    match mode {
+        proto::ApprovalMode::Default => ApprovalMode::Default,
+        proto::ApprovalMode::AutoEdit => ApprovalMode::AutoEdit,
+        proto::ApprovalMode::Yolo => ApprovalMode::Yolo,
+    }
+}
+
+pub fn session_info(record: &SessionRecord, last_seq: u64, loaded: bool) -> proto::SessionInfo {
+    proto::SessionInfo {
+        session_id: record.id.clone(),
+        cwd: record.cwd.clone(),
+        title: record.title.clone(),
+        approval_mode: approval_mode(record.approval_mode),
+        interactive: record.interactive,
+        created_at: record.created_at,
+        last_seq,
+        loaded,
+    }
+}
+
+pub fn tool_info(tool: &dyn Tool) -> wt::ToolInfo {
+    let (source, server) = match tool.source() {
+        ToolSource::Builtin => ("builtin", None),
+        ToolSource::Discovered => ("discovered", None),
+        ToolSource::Mcp { server } => ("mcp", Some(server)),
+    };
+    wt::ToolInfo {
+        name: tool.name().to_owned(),
+        display_name: tool.display_name().to_owned(),
+        description: tool.description().to_owned(),
+        kind: enum_name(&tool.kind()),
+        source: source.to_owned(),
+        server,
+        parameters: tool.parameter_schema().clone(),
+    }
+}
+
+/// The snapshot clients see of a call.
+pub fn snapshot(call: &ToolCall, output_delta: Option<String>) -> wt::ToolCallSnapshot {
+    let (state, confirmation, result, error) = match &call.state {
+        CallState::Validating => (wt::CallState::Validating, None, None, None),
+        CallState::Scheduled => (wt::CallState::Scheduled, None, None, None),
+        CallState::AwaitingApproval(details) => (
+            wt::CallState::AwaitingApproval,
+            Some(confirmation(details)),
+            None,
+            None,
+        ),
+        CallState::Executing => (wt::CallState::Executing, None, None, None),
+        CallState::Success(r) => (wt::CallState::Success, None, Some(result(r)), None),
+        CallState::Error(e) => (
+            wt::CallState::Error,
+            None,
+            None,
+            Some(wt::ToolCallError {
+                kind: error_kind(e.kind),
+                message: e.message.clone(),
+            }),
+        ),
+        CallState::Cancelled(reason) => (
+            wt::CallState::Cancelled,
+            None,
+            None,
+            Some(wt::ToolCallError {
+                kind: "cancelled".to_owned(),
+                message: reason.clone(),
+            }),
+        ),
+        CallState::Interrupted => (
+            wt::CallState::Interrupted,
+            None,
+            None,
+            Some(wt::ToolCallError {
+                kind: "interrupted".to_owned(),
+                message: "the daemon stopped before this call finished; its outcome is unknown"
+                    .to_owned(),
+            }),
+        ),
+    };
+    wt::ToolCallSnapshot {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        args: call.args.clone(),
+        state,
+        description: call.description.clone(),
+        locations: call.locations.iter().map(location).collect(),
+        confirmation,
+        output_delta,
+        result,
+        error,
+        decided_by: call.decided_by.clone(),
+    }
+}
+
+fn error_kind(kind: CallErrorKind) -> String {
+    match kind {
+        CallErrorKind::Tool(kind) => enum_name(&kind),
+        CallErrorKind::UnknownTool => "unknown_tool".to_owned(),
+        CallErrorKind::Denied => "denied".to_owned(),
+        CallErrorKind::Cancelled => enum_name(&ToolErrorKind::Cancelled),
+    }
+}
+
+fn location(loc: &ToolLocation) -> wt::ToolLocation {
+    wt::ToolLocation {
+        path: loc.path.display().to_string(),
+        line: loc.line,
+    }
+}
+
+pub fn file_diff(diff: &FileDiff) -> wt::FileDiff {
+    wt::FileDiff {
+        file_name: diff.file_name.clone(),
+        file_path: diff.file_path.display().to_string(),
+        file_diff: diff.diff.clone(),
+        original_content: diff.original_content.clone(),
+        new_content: diff.new_content.clone(),
+    }
+}
+
+pub fn confirmation(details: &ConfirmationDetails) -> wt::ConfirmationRequest {
+    match details {
+        ConfirmationDetails::Edit { title, diff } => wt::ConfirmationRequest::Edit {
+            title: title.clone(),
+            diff: file_diff(diff),
+        },
+        ConfirmationDetails::Exec {
+            title,
+            command,
+            root_commands,
+        } => wt::ConfirmationRequest::Exec {
+            title: title.clone(),
+            command: command.clone(),
+            root_commands: root_commands.clone(),
+        },
+        ConfirmationDetails::Mcp {
+            title,
+            server_name,
+            tool_name,
+        } => wt::ConfirmationRequest::Mcp {
+            title: title.clone(),
+            server_name: server_name.clone(),
+            tool_name: tool_name.clone(),
+        },
+        ConfirmationDetails::Info {
+            title,
+            prompt,
+            urls,
+        } => wt::ConfirmationRequest::Info {
+            title: title.clone(),
+            prompt: prompt.clone(),
+            urls: urls.clone(),
+        },
+    }
+}
+
+pub fn result(result: &ToolResult) -> wt::ToolCallResult {
+    wt::ToolCallResult {
+        llm_content: result
+            .llm_content
+            .iter()
+            .map(|part| match part {
+                ContentPart::Text { text } => wt::ContentPart::Text { text: text.clone() },
+                ContentPart::InlineData { mime_type, data } => wt::ContentPart::InlineData {
+                    mime_type: mime_type.clone(),
+                    data: data.clone(),
+                },
+            })
+            .collect(),
+        display: match &result.display {
+            ToolDisplay::Text { text } => wt::ToolDisplay::Text { text: text.clone() },
+            ToolDisplay::Markdown { text } => wt::ToolDisplay::Markdown { text: text.clone() },
+            ToolDisplay::FileDiff(diff) => wt::ToolDisplay::FileDiff(file_diff(diff)),
+        },
+        summary: result.summary.clone(),
+    }
+}
+
+/// The serde name of a unit enum variant (`ToolKind::Read` → `read`).
+fn enum_name<T: serde::Serialize>(value: &T) -> String {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::String(s)) => s,
+        Ok(other) => other.to_string(),
+        Err(_) => "unknown".to_owned(),
+    }
+}

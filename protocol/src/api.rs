@@ -1,0 +1,131 @@
+//! The `geminid` JSON-RPC API, defined once for the server and the client.
+//!
+//! Params are passed by name (a JSON object). Optional params may be left
+//! out. Errors use the codes in [`crate::error`].
+
+use jsonrpsee::core::{RpcResult, SubscriptionResult};
+use jsonrpsee::proc_macros::rpc;
+use serde_json::Value;
+
+use crate::event::SessionEvent;
+use crate::session::{Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SessionInfo};
+use crate::tool::{ConfirmResult, ConfirmationOutcome, ToolCallStarted, ToolInfo};
+
+/// Every method the daemon serves.
+#[rpc(server, client)]
+pub trait GeminidApi {
+    /// `daemon.initialize {client?}`: the handshake. Must be the first request
+    /// on a connection; a second one is an error (-32003). Any other request
+    /// before it gets -32002.
+    #[method(name = "daemon.initialize", param_kind = map)]
+    async fn initialize(&self, client: Option<ClientInfo>) -> RpcResult<InitializeResult>;
+
+    /// `daemon.status`: health and counters.
+    #[method(name = "daemon.status", param_kind = map)]
+    async fn status(&self) -> RpcResult<DaemonStatus>;
+
+    /// `daemon.shutdown`: stop accepting connections, cancel running calls,
+    /// flush the store and exit 0. Answers before the daemon exits.
+    #[method(name = "daemon.shutdown", param_kind = map)]
+    async fn shutdown(&self) -> RpcResult<Ack>;
+
+    /// `session.create {cwd, approvalMode?, title?, interactive?}`: a new
+    /// session rooted at `cwd` (an existing directory). Returns its info,
+    /// whose `sessionId` names it from then on.
+    #[method(name = "session.create", param_kind = map)]
+    async fn create_session(
+        &self,
+        cwd: String,
+        #[argument(rename = "approvalMode")] approval_mode: Option<ApprovalMode>,
+        title: Option<String>,
+        interactive: Option<bool>,
+    ) -> RpcResult<SessionInfo>;
+
+    /// `session.list`: every stored session, newest first.
+    #[method(name = "session.list", param_kind = map)]
+    async fn list_sessions(&self) -> RpcResult<Vec<SessionInfo>>;
+
+    /// `session.get {sessionId}`: one session.
+    #[method(name = "session.get", param_kind = map)]
+    async fn get_session(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+    ) -> RpcResult<SessionInfo>;
+
+    /// `session.delete {sessionId}`: cancels its calls, ends its
+    /// subscriptions (`session.closed`) and removes it and its events.
+    #[method(name = "session.delete", param_kind = map)]
+    async fn delete_session(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+    ) -> RpcResult<Ack>;
+
+    /// `session.cancel {sessionId}`: cancels every call of the session that
+    /// has not finished (waiting, awaiting approval or executing).
+    #[method(name = "session.cancel", param_kind = map)]
+    async fn cancel_session(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+    ) -> RpcResult<Ack>;
+
+    /// `session.setApprovalMode {sessionId, approvalMode}`. Emits
+    /// `approvalModeChanged`.
+    #[method(name = "session.setApprovalMode", param_kind = map)]
+    async fn set_approval_mode(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+        #[argument(rename = "approvalMode")] approval_mode: ApprovalMode,
+    ) -> RpcResult<SessionInfo>;
+
+    /// `session.subscribe {sessionId, sinceSeq?}`: replays the stored events
+    /// with `seq > sinceSeq` (all of them when absent), then streams live
+    /// events as `session.event` notifications, with no gap and no duplicate.
+    /// When the daemon ends the stream itself it sends a final
+    /// `session.closed` notification ([`crate::event::SubscriptionClosed`]).
+    #[subscription(
+        name = "session.subscribe" => "session.event",
+        unsubscribe = "session.unsubscribe",
+        item = SessionEvent,
+        param_kind = map,
+        with_extensions
+    )]
+    async fn subscribe_session(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+        #[argument(rename = "sinceSeq")] since_seq: Option<u64>,
+    ) -> SubscriptionResult;
+
+    /// `tool.list {sessionId?}`: the registry, sorted by name.
+    #[method(name = "tool.list", param_kind = map)]
+    async fn list_tools(
+        &self,
+        #[argument(rename = "sessionId")] session_id: Option<String>,
+    ) -> RpcResult<Vec<ToolInfo>>;
+
+    /// `tool.call {sessionId, name, args, wait?}`: schedules a call through
+    /// the session's scheduler and policy. Returns the call id at once; its
+    /// progress arrives as `toolCall` events. With `wait: true` the answer
+    /// comes when the call has finished and carries its final snapshot.
+    #[method(name = "tool.call", param_kind = map)]
+    async fn call_tool(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+        name: String,
+        args: Option<Value>,
+        wait: Option<bool>,
+    ) -> RpcResult<ToolCallStarted>;
+
+    /// `tool.confirm {sessionId, callId, outcome, modifiedArgs?}`: answers a
+    /// confirmation. The first answer wins (`accepted: true`); later ones get
+    /// `accepted: false`. With `modify_with_editor`, `modifiedArgs` are
+    /// validated again; invalid ones are an error (-32602) and the call keeps
+    /// waiting.
+    #[method(name = "tool.confirm", param_kind = map)]
+    async fn confirm_tool(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+        #[argument(rename = "callId")] call_id: String,
+        outcome: ConfirmationOutcome,
+        #[argument(rename = "modifiedArgs")] modified_args: Option<Value>,
+    ) -> RpcResult<ConfirmResult>;
+}

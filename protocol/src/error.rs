@@ -1,0 +1,33 @@
+//! JSON-RPC error codes used by `geminid`.
+//!
+//! The standard codes (-32700 parse error, -32600 invalid request, -32601
+//! method not found, -32602 invalid params, -32603 internal error) keep their
+//! JSON-RPC meaning. Application codes are in the -32000 range.
+
+/// The line was not valid JSON.
+pub const PARSE_ERROR: i32 = -32700;
+/// The JSON was not a valid JSON-RPC request.
+pub const INVALID_REQUEST: i32 = -32600;
+/// No such method.
+pub const METHOD_NOT_FOUND: i32 = -32601;
+/// The params do not fit the method; the message names the field.
+pub const INVALID_PARAMS: i32 = -32602;
+/// A bug or an unexpected failure inside the daemon.
+pub const INTERNAL_ERROR: i32 = -32603;
+
+/// A request arrived before `daemon.initialize`.
+pub const NOT_INITIALIZED: i32 = -32002;
+/// `daemon.initialize` was called a second time on one connection.
+pub const ALREADY_INITIALIZED: i32 = -32003;
+/// A line was longer than [`crate::framing::MAX_LINE_BYTES`].
+pub const LINE_TOO_LONG: i32 = -32004;
+/// No session with that id.
+pub const SESSION_NOT_FOUND: i32 = -32010;
+/// No tool call with that id in the session.
+pub const CALL_NOT_FOUND: i32 = -32011;
+/// No tool with that name.
+pub const TOOL_NOT_FOUND: i32 = -32012;
+/// The daemon is shutting down and accepts no new work.
+pub const SHUTTING_DOWN: i32 = -32020;
+/// The session store failed (disk full, read-only, corrupt).
+pub const STORE_ERROR: i32 = -32030;

@@ -1,0 +1,83 @@
+//! Session events: everything that happens in a session, in order.
+//!
+//! Every event carries a per-session `seq` that starts at 1 and has no gaps,
+//! and the time it happened. `session.subscribe {sinceSeq}` replays stored
+//! events with `seq > sinceSeq`, then streams live ones, with no gap and no
+//! duplicate. Events arrive as `session.event` notifications.
+
+use serde::{Deserialize, Serialize};
+
+use crate::session::ApprovalMode;
+use crate::tool::ToolCallSnapshot;
+
+/// One event of a session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionEvent {
+    pub session_id: String,
+    /// Per-session, gapless, starting at 1.
+    pub seq: u64,
+    /// Milliseconds since the Unix epoch.
+    pub time: u64,
+    #[serde(flatten)]
+    pub payload: EventPayload,
+}
+
+/// What happened. Tagged by `type`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum EventPayload {
+    /// The session was created.
+    #[serde(rename_all = "camelCase")]
+    SessionCreated {
+        cwd: String,
+        approval_mode: ApprovalMode,
+        interactive: bool,
+        title: Option<String>,
+    },
+    /// A turn began (a prompt was taken up).
+    #[serde(rename_all = "camelCase")]
+    TurnStarted { turn_id: String },
+    /// The text a person submitted.
+    #[serde(rename_all = "camelCase")]
+    UserMessage { turn_id: String, text: String },
+    /// A delta of the model's answer.
+    #[serde(rename_all = "camelCase")]
+    ModelText { turn_id: String, delta: String },
+    /// A delta of the model's thoughts.
+    #[serde(rename_all = "camelCase")]
+    ModelThought { turn_id: String, delta: String },
+    /// A tool call changed.
+    ToolCall(ToolCallSnapshot),
+    /// A turn ended.
+    #[serde(rename_all = "camelCase")]
+    TurnFinished {
+        turn_id: String,
+        /// `completed`, `cancelled`, `error`, `max_steps`, `loop_detected`.
+        reason: String,
+        input_tokens: Option<u64>,
+        output_tokens: Option<u64>,
+    },
+    /// The approval mode changed.
+    #[serde(rename_all = "camelCase")]
+    ApprovalModeChanged { approval_mode: ApprovalMode },
+    /// The daemon restarted while this session had work in flight.
+    #[serde(rename_all = "camelCase")]
+    SessionRecovered { interrupted_calls: Vec<String> },
+    /// Something went wrong that is not tied to one call.
+    #[serde(rename_all = "camelCase")]
+    Error { message: String },
+}
+
+/// The final notification of a subscription the daemon ends itself (the
+/// session was deleted, the daemon is stopping, the client was too slow).
+/// Sent as `session.closed` with this as params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SubscriptionClosed {
+    pub session_id: String,
+    /// Why the stream ended.
+    pub reason: String,
+    /// The last seq delivered; resubscribe with `sinceSeq` set to it.
+    pub last_seq: u64,
+}

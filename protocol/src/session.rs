@@ -1,0 +1,134 @@
+//! Sessions: a workspace, an approval mode and an event log.
+
+use serde::{Deserialize, Serialize};
+
+/// How much a session lets tools do without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+pub enum ApprovalMode {
+    /// Read-only tools run; everything else asks.
+    #[default]
+    #[serde(rename = "default")]
+    Default,
+    /// File edits run without asking too.
+    #[serde(rename = "autoEdit")]
+    AutoEdit,
+    /// Everything runs without asking.
+    #[serde(rename = "yolo")]
+    Yolo,
+}
+
+impl ApprovalMode {
+    /// The wire name (`default`, `autoEdit`, `yolo`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalMode::Default => "default",
+            ApprovalMode::AutoEdit => "autoEdit",
+            ApprovalMode::Yolo => "yolo",
+        }
+    }
+}
+
+impl std::str::FromStr for ApprovalMode {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "default" => Ok(ApprovalMode::Default),
+            "autoEdit" | "auto_edit" | "auto-edit" => Ok(ApprovalMode::AutoEdit),
+            "yolo" => Ok(ApprovalMode::Yolo),
+            other => Err(format!(
+                "unknown approval mode `{other}` (expected default, autoEdit or yolo)"
+            )),
+        }
+    }
+}
+
+impl std::fmt::Display for ApprovalMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A session as listed and shown.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    pub session_id: String,
+    /// The workspace root (absolute, symlinks resolved).
+    pub cwd: String,
+    pub title: Option<String>,
+    pub approval_mode: ApprovalMode,
+    /// When false, anything that would ask a person is denied instead.
+    pub interactive: bool,
+    /// Milliseconds since the Unix epoch.
+    pub created_at: u64,
+    /// The `seq` of the newest event (0 when there is none).
+    pub last_seq: u64,
+    /// Whether the session's actor is running in the daemon now.
+    pub loaded: bool,
+}
+
+/// Params of `session.create`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CreateSessionParams {
+    /// The workspace directory; must exist. Tools are confined to it.
+    pub cwd: String,
+    #[serde(default)]
+    pub approval_mode: Option<ApprovalMode>,
+    #[serde(default)]
+    pub title: Option<String>,
+    /// Defaults to true.
+    #[serde(default)]
+    pub interactive: Option<bool>,
+}
+
+/// Result of `daemon.initialize`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    pub protocol_version: u32,
+    pub daemon_version: String,
+    /// The daemon's process id.
+    pub pid: u32,
+}
+
+/// Params of `daemon.initialize`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientInfo {
+    /// A name for logs (`gemctl`, `zed`, ...).
+    #[serde(default)]
+    pub name: Option<String>,
+    #[serde(default)]
+    pub version: Option<String>,
+    /// The protocol version the client speaks; the daemon refuses a newer one.
+    #[serde(default)]
+    pub protocol_version: Option<u32>,
+}
+
+/// Result of `daemon.status`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DaemonStatus {
+    pub daemon_version: String,
+    pub pid: u32,
+    pub socket: String,
+    pub data_dir: String,
+    /// Milliseconds since the daemon started.
+    pub uptime_ms: u64,
+    pub connections: u64,
+    pub sessions_total: u64,
+    pub sessions_loaded: u64,
+    pub tools: u64,
+    /// Resident memory of the daemon in bytes, when the platform tells.
+    pub rss_bytes: Option<u64>,
+}
+
+/// Result of `session.delete`, `session.cancel` and other yes/no requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Ack {
+    /// Whether the request changed anything.
+    pub ok: bool,
+}

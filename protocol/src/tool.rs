@@ -1,0 +1,250 @@
+//! Tools and tool calls as clients see them.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One entry of `tool.list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolInfo {
+    /// The name the model and `tool.call` use.
+    pub name: String,
+    pub display_name: String,
+    pub description: String,
+    /// `read`, `edit`, `delete`, `move`, `search`, `execute`, `think`, `fetch` or `other`.
+    pub kind: String,
+    /// Where the tool comes from: `builtin`, `discovered` or `mcp`.
+    pub source: String,
+    /// The MCP server, for MCP tools.
+    pub server: Option<String>,
+    /// JSON schema of the arguments.
+    pub parameters: Value,
+}
+
+/// The state of a tool call (seed 000 section 3.4.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CallState {
+    /// The arguments are being checked.
+    Validating,
+    /// Checked and allowed; waiting for a free execution slot.
+    Scheduled,
+    /// Waiting for a person to answer `tool.confirm`.
+    AwaitingApproval,
+    /// Running.
+    Executing,
+    /// Finished with a result.
+    Success,
+    /// Finished with an error (invalid arguments, denied, failed).
+    Error,
+    /// Cancelled by a person, a client or shutdown.
+    Cancelled,
+    /// Was executing when the daemon stopped unexpectedly; the outcome is unknown.
+    Interrupted,
+}
+
+impl CallState {
+    /// Whether the call has finished for good.
+    pub fn is_terminal(self) -> bool {
+        match self {
+            CallState::Success
+            | CallState::Error
+            | CallState::Cancelled
+            | CallState::Interrupted => true,
+            CallState::Validating
+            | CallState::Scheduled
+            | CallState::AwaitingApproval
+            | CallState::Executing => false,
+        }
+    }
+}
+
+/// An answer to a confirmation request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConfirmationOutcome {
+    /// Run this call.
+    ProceedOnce,
+    /// Run this call and, for the rest of the session, this tool without asking.
+    ProceedAlways,
+    /// Run this call and, for the rest of the session, every tool of this MCP server.
+    ProceedAlwaysServer,
+    /// Run this call and, for the rest of the session, this MCP tool.
+    ProceedAlwaysTool,
+    /// Run this call and save an allow rule to the user's policy.
+    ProceedAlwaysAndSave,
+    /// Run the call with `modifiedArgs` instead (validated again first).
+    ModifyWithEditor,
+    /// Do not run the call.
+    Cancel,
+}
+
+/// A unified diff of one file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FileDiff {
+    pub file_name: String,
+    pub file_path: String,
+    /// Unified diff text.
+    pub file_diff: String,
+    /// `null` when the file is new.
+    pub original_content: Option<String>,
+    pub new_content: String,
+}
+
+/// What a person is asked before a call runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ConfirmationRequest {
+    /// A file edit.
+    #[serde(rename_all = "camelCase")]
+    Edit {
+        title: String,
+        #[serde(flatten)]
+        diff: FileDiff,
+    },
+    /// A command to execute.
+    #[serde(rename_all = "camelCase")]
+    Exec {
+        title: String,
+        command: String,
+        root_commands: Vec<String>,
+    },
+    /// A tool on an MCP server.
+    #[serde(rename_all = "camelCase")]
+    Mcp {
+        title: String,
+        server_name: String,
+        tool_name: String,
+    },
+    /// Anything else.
+    #[serde(rename_all = "camelCase")]
+    Info {
+        title: String,
+        prompt: String,
+        urls: Vec<String>,
+    },
+}
+
+/// One part of the content a tool returns to the model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ContentPart {
+    Text {
+        text: String,
+    },
+    /// Base64 data with its MIME type (images, PDF, audio).
+    #[serde(rename_all = "camelCase")]
+    InlineData {
+        mime_type: String,
+        data: String,
+    },
+}
+
+/// What people see of a result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum ToolDisplay {
+    Text { text: String },
+    Markdown { text: String },
+    FileDiff(FileDiff),
+}
+
+/// A file location a call touches.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolLocation {
+    pub path: String,
+    pub line: Option<u64>,
+}
+
+/// A successful result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallResult {
+    pub llm_content: Vec<ContentPart>,
+    pub display: ToolDisplay,
+    pub summary: Option<String>,
+}
+
+/// Why a call ended without a result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallError {
+    /// `invalid_params`, `path_not_allowed`, `not_found`, `execution`,
+    /// `timeout`, `cancelled`, `unavailable`, `denied`, `unknown_tool`,
+    /// `interrupted`.
+    pub kind: String,
+    pub message: String,
+}
+
+/// A snapshot of one tool call, sent on every change of the call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallSnapshot {
+    pub call_id: String,
+    pub name: String,
+    pub args: Value,
+    pub state: CallState,
+    /// A one-line description (`Read src/main.rs`), once validated.
+    pub description: Option<String>,
+    #[serde(default)]
+    pub locations: Vec<ToolLocation>,
+    /// Present while the call awaits approval.
+    pub confirmation: Option<ConfirmationRequest>,
+    /// New output since the previous snapshot, while executing.
+    pub output_delta: Option<String>,
+    /// Present in state `success`.
+    pub result: Option<ToolCallResult>,
+    /// Present in states `error`, `cancelled` and `interrupted`.
+    pub error: Option<ToolCallError>,
+    /// How the call was decided (`policy: allow (default rule)`, `approved by a client`).
+    pub decided_by: Option<String>,
+}
+
+/// Params of `tool.call`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallParams {
+    pub session_id: String,
+    pub name: String,
+    #[serde(default = "empty_object")]
+    pub args: Value,
+    /// Wait for the call to finish and return its final snapshot.
+    #[serde(default)]
+    pub wait: bool,
+}
+
+fn empty_object() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+/// Result of `tool.call`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallStarted {
+    pub call_id: String,
+    /// The final snapshot, when `wait` was true.
+    pub outcome: Option<ToolCallSnapshot>,
+}
+
+/// Params of `tool.confirm`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfirmParams {
+    pub session_id: String,
+    pub call_id: String,
+    pub outcome: ConfirmationOutcome,
+    /// With `modify_with_editor`: the arguments to run instead.
+    #[serde(default)]
+    pub modified_args: Option<Value>,
+}
+
+/// Result of `tool.confirm`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfirmResult {
+    /// True for the answer that decided the call; false when another
+    /// client answered first or the call is no longer waiting.
+    pub accepted: bool,
+}

@@ -1,0 +1,257 @@
+//! The integration-test harness: a real `geminid` process on a temporary
+//! socket, with a workspace directory, driven the way clients drive it.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::net::UnixStream as StdUnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use geminid_protocol::event::SessionEvent;
+use jsonrpsee::core::client::Subscription;
+use serde_json::{Value, json};
+
+pub use gemctl::{Client, GeminidApiClient};
+
+/// The daemon binary under test.
+pub fn geminid_bin() -> PathBuf {
+    sibling_bin("geminid-it")
+}
+
+/// The gemctl binary under test.
+pub fn gemctl_bin() -> PathBuf {
+    sibling_bin("gemctl-it")
+}
+
+/// Integration tests live in `target/<profile>/deps/`; the bins one level up.
+fn sibling_bin(name: &str) -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_default();
+    let mut dir = exe.parent().map(Path::to_path_buf).unwrap_or_default();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    dir.join(name)
+}
+
+/// A running daemon with its own socket, data dir and workspace.
+pub struct TestDaemon {
+    pub dir: tempfile::TempDir,
+    pub socket: PathBuf,
+    pub data_dir: PathBuf,
+    /// A directory sessions can use as their workspace (canonical).
+    pub workspace: PathBuf,
+    child: Option<Child>,
+}
+
+impl TestDaemon {
+    /// Starts a daemon in a fresh temporary directory.
+    pub fn start() -> TestDaemon {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let base = dir.path().canonicalize().expect("canonical tempdir");
+        let workspace = base.join("ws");
+        std::fs::create_dir_all(&workspace).expect("workspace");
+        let mut daemon = TestDaemon {
+            socket: base.join("run/geminid.sock"),
+            data_dir: base.join("data"),
+            workspace,
+            dir,
+            child: None,
+        };
+        daemon.spawn();
+        daemon
+    }
+
+    /// (Re)starts the daemon process on the same socket and data dir.
+    pub fn spawn(&mut self) {
+        let child = Command::new(geminid_bin())
+            .arg("--socket")
+            .arg(&self.socket)
+            .arg("--data-dir")
+            .arg(&self.data_dir)
+            .env("GEMINID_LOG", "warn")
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("spawn geminid");
+        self.child = Some(child);
+        wait_for_socket(&self.socket);
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().map(Child::id).unwrap_or(0)
+    }
+
+    /// A connected, initialized client.
+    pub async fn client(&self) -> Client {
+        Client::connect(&self.socket).await.expect("connect")
+    }
+
+    /// kill -9, no chance to clean up.
+    pub fn kill9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// SIGTERM and wait; returns the exit code.
+    pub fn terminate(&mut self) -> Option<i32> {
+        let mut child = self.child.take()?;
+        let pid = rustix::process::Pid::from_raw(child.id() as i32)?;
+        let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+        let status = wait_timeout(&mut child, Duration::from_secs(20));
+        status.and_then(|s| s.code())
+    }
+
+    /// Waits for the process to exit by itself (after `daemon.shutdown`).
+    pub fn wait_exit(&mut self) -> Option<i32> {
+        let mut child = self.child.take()?;
+        wait_timeout(&mut child, Duration::from_secs(20)).and_then(|s| s.code())
+    }
+
+    /// `gemctl --socket <ours> ARGS...`
+    pub fn gemctl(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(gemctl_bin());
+        cmd.arg("--socket").arg(&self.socket).args(args);
+        cmd
+    }
+
+    /// A raw NDJSON connection, not initialized.
+    pub fn raw(&self) -> RawConn {
+        RawConn::connect(&self.socket)
+    }
+}
+
+impl Drop for TestDaemon {
+    fn drop(&mut self) {
+        self.kill9();
+    }
+}
+
+fn wait_timeout(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(10)),
+            Ok(None) | Err(_) => {
+                let _ = child.kill();
+                return child.wait().ok();
+            }
+        }
+    }
+}
+
+/// Waits until something accepts connections on `socket`.
+pub fn wait_for_socket(socket: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline {
+        if StdUnixStream::connect(socket).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    panic!("geminid did not listen on {} in time", socket.display());
+}
+
+/// A line-by-line JSON-RPC connection with no client library, for
+/// protocol-level tests.
+pub struct RawConn {
+    reader: BufReader<StdUnixStream>,
+    writer: StdUnixStream,
+    next_id: u64,
+}
+
+impl RawConn {
+    pub fn connect(socket: &Path) -> RawConn {
+        let stream = StdUnixStream::connect(socket).expect("connect");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        RawConn {
+            reader: BufReader::new(stream.try_clone().expect("clone")),
+            writer: stream,
+            next_id: 1,
+        }
+    }
+
+    pub fn send_line(&mut self, line: &str) {
+        self.writer.write_all(line.as_bytes()).expect("write");
+        self.writer.write_all(b"\n").expect("write");
+    }
+
+    pub fn read_message(&mut self) -> Value {
+        let mut line = String::new();
+        self.reader.read_line(&mut line).expect("read");
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("bad line {line:?}: {e}"))
+    }
+
+    /// Sends a request and returns its response, skipping notifications.
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let line = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_line(&line.to_string());
+        loop {
+            let msg = self.read_message();
+            if msg.get("id") == Some(&json!(id)) {
+                return msg;
+            }
+        }
+    }
+
+    pub fn initialize(&mut self) {
+        let r = self.request("daemon.initialize", json!({}));
+        assert!(r.get("result").is_some(), "initialize failed: {r}");
+    }
+}
+
+/// Collects events from a subscription until `done` says stop (or a timeout).
+pub async fn collect_until(
+    sub: &mut Subscription<SessionEvent>,
+    mut done: impl FnMut(&SessionEvent) -> bool,
+) -> Vec<SessionEvent> {
+    let mut out = Vec::new();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let next = tokio::time::timeout_at(deadline, sub.next()).await;
+        let Ok(Some(Ok(event))) = next else {
+            panic!(
+                "subscription ended or timed out after {} events: {out:#?}",
+                out.len()
+            );
+        };
+        let stop = done(&event);
+        out.push(event);
+        if stop {
+            return out;
+        }
+    }
+}
+
+/// Whether `event` is a tool-call snapshot of `call_id` in a final state.
+pub fn is_final(event: &SessionEvent, call_id: &str) -> bool {
+    matches!(&event.payload, geminid_protocol::EventPayload::ToolCall(c)
+        if c.call_id == call_id && c.state.is_terminal())
+}
+
+/// Waits until the call reaches `state` (as its wire name) in `sub`.
+pub async fn wait_state(
+    sub: &mut Subscription<SessionEvent>,
+    call_id: &str,
+    state: geminid_protocol::tool::CallState,
+) -> Vec<SessionEvent> {
+    collect_until(sub, |e| {
+        matches!(&e.payload, geminid_protocol::EventPayload::ToolCall(c)
+            if c.call_id == call_id && c.state == state)
+    })
+    .await
+}
+
+/// Creates a session rooted at the daemon's workspace.
+pub async fn new_session(client: &Client, workspace: &Path) -> String {
+    client
+        .create_session(workspace.display().to_string(), None, None, None)
+        .await
+        .expect("session.create")
+        .session_id
+}

@@ -1,0 +1,258 @@
+//! Shared sessions: identical streams for every client, first answer wins,
+//! resubscription without gaps, durability across kill -9.
+
+use geminid_protocol::EventPayload;
+use geminid_protocol::tool::{CallState, ConfirmationOutcome};
+use geminid_tests::*;
+use serde_json::json;
+
+fn seqs(events: &[geminid_protocol::SessionEvent]) -> Vec<u64> {
+    events.iter().map(|e| e.seq).collect()
+}
+
+#[tokio::test]
+async fn two_clients_on_one_session_see_identical_event_sequences() {
+    let d = TestDaemon::start();
+    std::fs::write(d.workspace.join("a.txt"), "alpha\n").unwrap();
+    let a = d.client().await;
+    let b = d.client().await;
+    let session = new_session(&a, &d.workspace).await;
+    let mut sub_a = a.subscribe_session(session.clone(), None).await.unwrap();
+    let mut sub_b = b.subscribe_session(session.clone(), None).await.unwrap();
+
+    let mut last_call = String::new();
+    for i in 0..5 {
+        let client = if i % 2 == 0 { &a } else { &b };
+        let path = d.workspace.join("a.txt").display().to_string();
+        last_call = client
+            .call_tool(
+                session.clone(),
+                "read_file".into(),
+                Some(json!({"absolute_path": path})),
+                None,
+            )
+            .await
+            .unwrap()
+            .call_id;
+    }
+    let got_a = collect_until(&mut sub_a, |e| is_final(e, &last_call)).await;
+    let got_b = collect_until(&mut sub_b, |e| is_final(e, &last_call)).await;
+    assert_eq!(got_a, got_b, "both clients must see the same events");
+    assert_eq!(
+        seqs(&got_a),
+        (1..=got_a.len() as u64).collect::<Vec<_>>(),
+        "seq is gapless from 1"
+    );
+    let successes = got_a
+        .iter()
+        .filter(
+            |e| matches!(&e.payload, EventPayload::ToolCall(c) if c.state == CallState::Success),
+        )
+        .count();
+    assert_eq!(successes, 5);
+}
+
+#[tokio::test]
+async fn the_first_answer_to_a_confirmation_wins() {
+    let d = TestDaemon::start();
+    let a = d.client().await;
+    let b = d.client().await;
+    let session = new_session(&a, &d.workspace).await;
+    let mut sub = a.subscribe_session(session.clone(), None).await.unwrap();
+    let target = d.workspace.join("new.txt");
+    let call = a
+        .call_tool(
+            session.clone(),
+            "write_file".into(),
+            Some(json!({"file_path": target.display().to_string(), "content": "hi\n"})),
+            None,
+        )
+        .await
+        .unwrap()
+        .call_id;
+    let events = wait_state(&mut sub, &call, CallState::AwaitingApproval).await;
+    let EventPayload::ToolCall(waiting) = &events.last().unwrap().payload else {
+        unreachable!()
+    };
+    assert!(
+        waiting.confirmation.is_some(),
+        "awaiting approval carries the confirmation details"
+    );
+
+    let first = b
+        .confirm_tool(
+            session.clone(),
+            call.clone(),
+            ConfirmationOutcome::ProceedOnce,
+            None,
+        )
+        .await
+        .unwrap();
+    let second = a
+        .confirm_tool(
+            session.clone(),
+            call.clone(),
+            ConfirmationOutcome::Cancel,
+            None,
+        )
+        .await
+        .unwrap();
+    assert!(first.accepted);
+    assert!(!second.accepted, "a later answer must not be accepted");
+    wait_state(&mut sub, &call, CallState::Success).await;
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "hi\n");
+
+    let unknown = a
+        .confirm_tool(
+            session.clone(),
+            "call-99999".into(),
+            ConfirmationOutcome::ProceedOnce,
+            None,
+        )
+        .await;
+    assert!(unknown.is_err(), "an unknown call id is an error");
+}
+
+#[tokio::test]
+async fn a_resubscribing_client_gets_exactly_what_it_missed() {
+    let d = TestDaemon::start();
+    std::fs::write(d.workspace.join("a.txt"), "alpha\n").unwrap();
+    let path = d.workspace.join("a.txt").display().to_string();
+    let watcher = d.client().await;
+    let session = new_session(&watcher, &d.workspace).await;
+    let mut all = watcher
+        .subscribe_session(session.clone(), None)
+        .await
+        .unwrap();
+
+    // A client sees the first call, then goes away.
+    let first_seen = {
+        let c = d.client().await;
+        let mut sub = c.subscribe_session(session.clone(), None).await.unwrap();
+        let call = c
+            .call_tool(
+                session.clone(),
+                "read_file".into(),
+                Some(json!({"absolute_path": path})),
+                None,
+            )
+            .await
+            .unwrap()
+            .call_id;
+        collect_until(&mut sub, |e| is_final(e, &call)).await
+    };
+    let last_seen = first_seen.last().unwrap().seq;
+
+    // Meanwhile more happens.
+    let mut last_call = String::new();
+    for _ in 0..3 {
+        last_call = watcher
+            .call_tool(
+                session.clone(),
+                "read_file".into(),
+                Some(json!({"absolute_path": path})),
+                Some(true),
+            )
+            .await
+            .unwrap()
+            .call_id;
+    }
+    let everything = collect_until(&mut all, |e| is_final(e, &last_call)).await;
+
+    // It comes back and resumes from the last seq it saw.
+    let c = d.client().await;
+    let mut resumed = c
+        .subscribe_session(session.clone(), Some(last_seen))
+        .await
+        .unwrap();
+    let missed = collect_until(&mut resumed, |e| is_final(e, &last_call)).await;
+    let expected: Vec<_> = everything
+        .into_iter()
+        .filter(|e| e.seq > last_seen)
+        .collect();
+    assert_eq!(
+        missed, expected,
+        "exactly the missed events, in order, no duplicates"
+    );
+}
+
+#[tokio::test]
+async fn kill_9_and_restart_keep_sessions_and_events() {
+    let mut d = TestDaemon::start();
+    std::fs::write(d.workspace.join("a.txt"), "alpha\n").unwrap();
+    let path = d.workspace.join("a.txt").display().to_string();
+    let (session, seen) = {
+        let c = d.client().await;
+        let session = new_session(&c, &d.workspace).await;
+        let mut sub = c.subscribe_session(session.clone(), None).await.unwrap();
+        let call = c
+            .call_tool(
+                session.clone(),
+                "read_file".into(),
+                Some(json!({"absolute_path": path})),
+                None,
+            )
+            .await
+            .unwrap()
+            .call_id;
+        // A call left waiting for approval when the daemon dies.
+        c.call_tool(
+            session.clone(),
+            "write_file".into(),
+            Some(json!({"file_path": d.workspace.join("w.txt").display().to_string(), "content": "x"})),
+            None,
+        )
+        .await
+        .unwrap();
+        let mut seen = collect_until(&mut sub, |e| is_final(e, &call)).await;
+        seen.extend(collect_until(&mut sub, |e| {
+            matches!(&e.payload, EventPayload::ToolCall(c) if c.state == CallState::AwaitingApproval)
+        })
+        .await);
+        (session, seen)
+    };
+    d.kill9();
+    d.spawn();
+
+    let c = d.client().await;
+    let sessions = c.list_sessions().await.unwrap();
+    assert!(
+        sessions.iter().any(|s| s.session_id == session),
+        "the session survived"
+    );
+    let mut sub = c.subscribe_session(session.clone(), None).await.unwrap();
+    let replayed = collect_until(&mut sub, |e| {
+        matches!(&e.payload, EventPayload::SessionRecovered { .. })
+    })
+    .await;
+    assert_eq!(
+        &replayed[..seen.len()],
+        &seen[..],
+        "every event a client received is still there"
+    );
+    assert_eq!(
+        seqs(&replayed),
+        (1..=replayed.len() as u64).collect::<Vec<_>>(),
+        "seq stays gapless"
+    );
+    let interrupted = replayed[seen.len()..]
+        .iter()
+        .filter(|e| matches!(&e.payload, EventPayload::ToolCall(c) if c.state == CallState::Interrupted))
+        .count();
+    assert_eq!(
+        interrupted, 1,
+        "the unfinished call is marked interrupted, not left waiting"
+    );
+
+    // The session is usable after the restart.
+    let done = c
+        .call_tool(
+            session.clone(),
+            "read_file".into(),
+            Some(json!({"absolute_path": path})),
+            Some(true),
+        )
+        .await
+        .unwrap();
+    assert_eq!(done.outcome.unwrap().state, CallState::Success);
+}
