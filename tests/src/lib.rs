@@ -255,3 +255,12 @@ pub async fn new_session(client: &Client, workspace: &Path) -> String {
         .expect("session.create")
         .session_id
 }
+
+impl RawConn {
+    /// Sends `bytes` followed by a newline, whatever they contain (invalid
+    /// UTF-8 included).
+    pub fn send_bytes(&mut self, bytes: &[u8]) {
+        self.writer.write_all(bytes).expect("write");
+        self.writer.write_all(b"\n").expect("write");
+    }
+}

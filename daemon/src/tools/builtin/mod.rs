@@ -10,6 +10,18 @@ use super::{contract, path};
 use contract::Tool;
 
 pub mod common;
+pub mod glob;
+mod glob_walk;
+pub mod grep;
+mod grep_search;
+mod params;
+pub mod search_walk;
+pub mod shell;
+mod shell_exec;
+mod shell_output;
+mod shell_proc;
+pub mod web_fetch;
+pub mod web_fetch_http;
 pub mod diff;
 pub mod list_directory;
 pub mod read_file;
@@ -41,6 +53,13 @@ pub fn all(config: &crate::config::DaemonConfig) -> Vec<Arc<dyn Tool>> {
         Arc::new(ListDirectoryTool::new()),
         Arc::new(ReplaceTool::new()),
         Arc::new(ReadManyFilesTool::new()),
+        Arc::new(shell::ShellTool::new(shell::ShellConfig {
+            spill_dir: config.data_dir.join("shell-output"),
+            ..shell::ShellConfig::default()
+        })),
+        Arc::new(grep::GrepTool::default()),
+        Arc::new(glob::GlobTool::default()),
+        Arc::new(web_fetch::WebFetchTool::default()),
     ]
 }
 
@@ -66,6 +85,6 @@ mod tests {
                 assert!(props.contains_key(r.as_str().unwrap()), "{}: {r}", t.name());
             }
         }
-        assert_eq!(names.len(), 6);
+        assert_eq!(names.len(), 10);
     }
 }

@@ -1,0 +1,320 @@
+//! `run_shell_command`: runs `bash -c <command>` in its own process group.
+//!
+//! Lifecycle decisions:
+//! * stdout and stderr go to one shared pipe, so they are merged in exactly
+//!   the order written; ANSI escapes are stripped; deltas are streamed,
+//!   coalesced (at most every 100 ms or 8 KiB).
+//! * Background jobs are reported: the command is wrapped so that bash runs
+//!   `pgrep -g 0` after it and records the group's members in a temp file.
+//! * On normal exit, background jobs are left running (as the reference
+//!   does) and their PIDs reported; we stop reading the pipes shortly after
+//!   the shell exits, so a job that keeps writing may get SIGPIPE.
+//! * On cancel or timeout the whole tree is killed: SIGTERM to the group and
+//!   to any group a descendant moved to, then SIGKILL after a grace period.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::contract::{
+    ConfirmationDetails, OutputSink, Tool, ToolContext, ToolError, ToolErrorKind, ToolInvocation,
+    ToolKind, ToolLocation, ToolResult,
+};
+use super::params::parse;
+use super::path::{display_relative, resolve_in_workspace};
+use super::shell_exec::{Ended, Outcome, run_wrapped};
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ShellParams {
+    command: String,
+    #[serde(default)]
+    description: Option<String>,
+    #[serde(default)]
+    directory: Option<String>,
+}
+
+/// Limits for shell calls.
+#[derive(Debug, Clone)]
+pub struct ShellConfig {
+    /// Wall-clock limit for one command.
+    pub timeout: Duration,
+    /// Output beyond this many bytes is cut (head and tail kept) for the model.
+    pub output_cap_bytes: usize,
+    /// Where the full text of over-long output is saved.
+    pub spill_dir: PathBuf,
+}
+
+impl Default for ShellConfig {
+    fn default() -> Self {
+        ShellConfig {
+            timeout: Duration::from_secs(600),
+            output_cap_bytes: 64 * 1024,
+            spill_dir: std::env::temp_dir().join("geminid-shell-output"),
+        }
+    }
+}
+
+pub struct ShellTool {
+    schema: Value,
+    config: ShellConfig,
+}
+
+impl ShellTool {
+    pub fn new(config: ShellConfig) -> Self {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "command": {
+                    "type": "string",
+                    "description": "Exact bash command to run as `bash -c <command>`."
+                },
+                "description": {
+                    "type": "string",
+                    "description": "Short description of the command, shown to the user."
+                },
+                "directory": {
+                    "type": "string",
+                    "description": "Directory to run in, relative to the workspace root (default: the root). Must exist."
+                }
+            },
+            "required": ["command"]
+        });
+        ShellTool { schema, config }
+    }
+}
+
+impl Default for ShellTool {
+    fn default() -> Self {
+        Self::new(ShellConfig::default())
+    }
+}
+
+impl Tool for ShellTool {
+    fn name(&self) -> &str {
+        "run_shell_command"
+    }
+    fn display_name(&self) -> &str {
+        "Shell"
+    }
+    fn description(&self) -> &str {
+        "Executes a bash command as `bash -c <command>` in its own process group. \
+         Background processes may be started with `&`. Returns the combined output \
+         (stdout and stderr in arrival order), exit code, signal, background PIDs and \
+         the process group id."
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::Execute
+    }
+    fn parameter_schema(&self) -> &Value {
+        &self.schema
+    }
+
+    fn build(&self, ctx: &ToolContext, args: &Value) -> Result<Box<dyn ToolInvocation>, ToolError> {
+        let params: ShellParams = parse(&self.schema, args)?;
+        if params.command.trim().is_empty() {
+            return Err(ToolError::invalid("`command` must not be empty"));
+        }
+        let root_commands = root_commands(&params.command);
+        if root_commands.is_empty() {
+            return Err(ToolError::invalid(
+                "could not identify the command root of `command`",
+            ));
+        }
+        let cwd = match params.directory.as_deref() {
+            None | Some("") => ctx.workspace_root.clone(),
+            Some(dir) => resolve_directory(&ctx.workspace_root, dir)?,
+        };
+        Ok(Box::new(ShellInvocation {
+            root: ctx.workspace_root.clone(),
+            cwd,
+            params,
+            root_commands,
+            config: self.config.clone(),
+        }))
+    }
+}
+
+/// Checks `directory`: relative, inside the root after resolving symlinks,
+/// existing, and a directory.
+fn resolve_directory(root: &Path, dir: &str) -> Result<PathBuf, ToolError> {
+    if Path::new(dir).is_absolute() {
+        return Err(ToolError::new(
+            ToolErrorKind::PathNotAllowed,
+            format!("`directory` must be relative to the workspace root, got absolute path: {dir}"),
+        ));
+    }
+    let joined = root.join(dir);
+    let raw = joined
+        .to_str()
+        .ok_or_else(|| ToolError::invalid("`directory` is not valid UTF-8"))?;
+    let resolved = resolve_in_workspace(root, raw, "directory")?;
+    match std::fs::metadata(&resolved) {
+        Ok(m) if m.is_dir() => Ok(resolved),
+        Ok(_) => Err(ToolError::invalid(format!(
+            "`directory` {dir} is not a directory"
+        ))),
+        Err(_) => Err(ToolError::new(
+            ToolErrorKind::NotFound,
+            format!("`directory` {dir} does not exist"),
+        )),
+    }
+}
+
+/// The first word of each simple command, split naively on `&&`, `||`,
+/// `;`, `|`, `&` and newlines. Leading `VAR=value` assignments are skipped.
+/// The policy engine parses properly; this only feeds "always allow" choices.
+pub fn root_commands(command: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for part in command.split(['&', '|', ';', '\n']) {
+        let word = part
+            .split_whitespace()
+            .map(|w| w.trim_start_matches(['(', '{', '!']))
+            .find(|w| !w.is_empty() && !is_assignment(w));
+        if let Some(w) = word
+            && !out.iter().any(|o| o == w)
+        {
+            out.push(w.to_owned());
+        }
+    }
+    out
+}
+
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
+}
+
+struct ShellInvocation {
+    root: PathBuf,
+    cwd: PathBuf,
+    params: ShellParams,
+    root_commands: Vec<String>,
+    config: ShellConfig,
+}
+
+impl ShellInvocation {
+    fn directory_label(&self) -> String {
+        match self.params.directory.as_deref() {
+            None | Some("") => "(root)".to_owned(),
+            Some(_) => display_relative(&self.root, &self.cwd),
+        }
+    }
+}
+
+#[async_trait]
+impl ToolInvocation for ShellInvocation {
+    fn description(&self) -> String {
+        let mut d = self.params.command.clone();
+        if self.params.directory.is_some() {
+            d.push_str(&format!(" [in {}]", self.directory_label()));
+        }
+        if let Some(desc) = self.params.description.as_deref().filter(|s| !s.is_empty()) {
+            d.push_str(&format!(" ({desc})"));
+        }
+        d
+    }
+
+    fn locations(&self) -> Vec<ToolLocation> {
+        vec![ToolLocation {
+            path: self.cwd.clone(),
+            line: None,
+        }]
+    }
+
+    async fn confirmation(&self) -> Result<ConfirmationDetails, ToolError> {
+        Ok(ConfirmationDetails::Exec {
+            title: "Confirm Shell Command".to_owned(),
+            command: self.params.command.clone(),
+            root_commands: self.root_commands.clone(),
+        })
+    }
+
+    async fn execute(
+        self: Box<Self>,
+        cancel: CancellationToken,
+        output: OutputSink,
+    ) -> Result<ToolResult, ToolError> {
+        let outcome = run_wrapped(
+            &self.params.command,
+            &self.cwd,
+            &self.config,
+            cancel,
+            output,
+        )
+        .await?;
+        let report = format_report(&self.params.command, &self.directory_label(), &outcome);
+        match outcome.ended {
+            Ended::Exited => {
+                let mut result = ToolResult::text(report);
+                result.summary = Some(format!("Ran: {}", self.params.command));
+                Ok(result)
+            }
+            Ended::Cancelled => Err(ToolError::new(
+                ToolErrorKind::Cancelled,
+                format!(
+                    "Command was cancelled before it completed; its processes were killed.\n{report}"
+                ),
+            )),
+            Ended::TimedOut => Err(ToolError::new(
+                ToolErrorKind::Timeout,
+                format!(
+                    "Command timed out after {} s; its processes were killed.\n{report}",
+                    self.config.timeout.as_secs_f64()
+                ),
+            )),
+        }
+    }
+}
+
+/// The result text, field by field like the reference's.
+fn format_report(command: &str, directory: &str, o: &Outcome) -> String {
+    let none = || "(none)".to_owned();
+    let output = if o.output.text.is_empty() {
+        "(empty)".to_owned()
+    } else {
+        o.output.text.trim_end_matches('\n').to_owned()
+    };
+    let mut s = format!("Command: {command}\nDirectory: {directory}\nOutput: {output}\n");
+    s.push_str(&format!(
+        "Error: {}\n",
+        o.error.clone().unwrap_or_else(none)
+    ));
+    s.push_str(&format!(
+        "Exit Code: {}\n",
+        o.exit_code.map(|c| c.to_string()).unwrap_or_else(none)
+    ));
+    s.push_str(&format!(
+        "Signal: {}\n",
+        o.signal.map(|c| c.to_string()).unwrap_or_else(none)
+    ));
+    let pids = if o.background_pids.is_empty() {
+        none()
+    } else {
+        let v: Vec<String> = o.background_pids.iter().map(|p| p.to_string()).collect();
+        v.join(", ")
+    };
+    s.push_str(&format!("Background PIDs: {pids}\n"));
+    s.push_str(&format!("Process Group PGID: {}", o.pgid));
+    if let Some(p) = &o.output.spill_path {
+        s.push_str(&format!(
+            "\nOutput was {} bytes; the full output is saved in: {}",
+            o.output.total_bytes,
+            p.display()
+        ));
+    } else if let Some(e) = &o.output.spill_error {
+        s.push_str(&format!(
+            "\nOutput was truncated; saving the full output failed: {e}"
+        ));
+    }
+    s
+}
+
+#[cfg(test)]
+#[path = "shell_tests.rs"]
+mod tests;

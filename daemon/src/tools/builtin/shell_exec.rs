@@ -1,0 +1,228 @@
+//! Running one wrapped bash command: spawning, reading, streaming, and the
+//! end of life (exit, cancel, timeout).
+
+use std::os::fd::OwnedFd;
+use std::os::unix::process::ExitStatusExt;
+use std::path::Path;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::AsyncReadExt;
+use tokio::sync::mpsc;
+use tokio::time::{Instant, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
+
+use super::contract::{OutputSink, ToolError};
+use super::shell::ShellConfig;
+use super::shell_output::{Collected, Collector, Decoder};
+use super::shell_proc::{parse_background_pids, shell_quote, terminate_tree};
+
+/// Streamed deltas are sent at most this often...
+const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
+/// ...unless this much is waiting.
+const FLUSH_BYTES: usize = 8 * 1024;
+/// After the shell exits, how long we keep reading pipes that background
+/// jobs may hold open.
+const DRAIN_AFTER_EXIT: Duration = Duration::from_millis(250);
+/// How long we wait to reap the shell after SIGKILL.
+const REAP_LIMIT: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    Exited,
+    Cancelled,
+    TimedOut,
+}
+
+pub struct Outcome {
+    pub output: Collected,
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub error: Option<String>,
+    pub background_pids: Vec<i32>,
+    pub pgid: i32,
+    pub ended: Ended,
+}
+
+/// Output on its way to the collector and the stream.
+struct Sinks {
+    decoder: Decoder,
+    collector: Collector,
+    pending: String,
+    stream: OutputSink,
+}
+
+impl Sinks {
+    fn take(&mut self, text: String) {
+        self.collector.push(&text);
+        self.pending.push_str(&text);
+        if self.pending.len() >= FLUSH_BYTES {
+            self.flush();
+        }
+    }
+    fn bytes(&mut self, chunk: &[u8]) {
+        let text = self.decoder.push(chunk);
+        self.take(text);
+    }
+    fn flush(&mut self) {
+        if !self.pending.is_empty() {
+            self.stream.send(std::mem::take(&mut self.pending));
+        }
+    }
+    fn finish(mut self) -> Collected {
+        let rest = self.decoder.finish();
+        self.take(rest);
+        self.flush();
+        self.collector.finish()
+    }
+}
+
+pub async fn run_wrapped(
+    command: &str,
+    cwd: &Path,
+    config: &ShellConfig,
+    cancel: CancellationToken,
+    stream: OutputSink,
+) -> Result<Outcome, ToolError> {
+    // bash writes the members of its process group here after the command,
+    // which is how background jobs are found (as the reference does).
+    let pid_file = tempfile::Builder::new()
+        .prefix("geminid-pgrep-")
+        .tempfile()
+        .map_err(|e| ToolError::execution(format!("cannot create temp file: {e}")))?;
+    let pid_path = pid_file
+        .path()
+        .to_str()
+        .ok_or_else(|| ToolError::execution("temp path is not UTF-8"))?;
+    // The newline before `}` ends a trailing comment or `&` in the command.
+    let script = format!(
+        "{{ {command}\n}}; __code=$?; pgrep -g 0 >{} 2>/dev/null; exit $__code",
+        shell_quote(pid_path)
+    );
+    // stdout and stderr share one pipe, so the merged output keeps exactly
+    // the order of the writes (two pipes read concurrently can reorder
+    // writes that come close together).
+    let (reader, writer) =
+        std::io::pipe().map_err(|e| ToolError::execution(format!("cannot create a pipe: {e}")))?;
+    let writer2 = writer
+        .try_clone()
+        .map_err(|e| ToolError::execution(format!("cannot duplicate a pipe: {e}")))?;
+    // The Command is a temporary: it is dropped at the end of this statement,
+    // closing our copies of the write end, so only bash and its children
+    // hold it.
+    let mut child = tokio::process::Command::new("bash")
+        .arg("-c")
+        .arg(script)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(writer))
+        .stderr(Stdio::from(writer2))
+        .process_group(0)
+        .env("GEMINI_CLI", "1")
+        .env("PAGER", "cat")
+        .env("GIT_PAGER", "cat")
+        .spawn()
+        .map_err(|e| ToolError::execution(format!("failed to start bash: {e}")))?;
+    let pgid = child
+        .id()
+        .and_then(|p| i32::try_from(p).ok())
+        .ok_or_else(|| ToolError::execution("bash exited before its pid was known"))?;
+    let receiver = tokio::net::unix::pipe::Receiver::from_owned_fd(OwnedFd::from(reader))
+        .map_err(|e| ToolError::execution(format!("cannot read the pipe: {e}")))?;
+
+    let (tx, mut rx) = mpsc::channel::<Vec<u8>>(64);
+    let pump_task = tokio::spawn(pump(receiver, tx));
+
+    let mut sinks = Sinks {
+        decoder: Decoder::default(),
+        collector: Collector::new(config.output_cap_bytes, &config.spill_dir),
+        pending: String::new(),
+        stream,
+    };
+    let deadline = tokio::time::sleep(config.timeout);
+    tokio::pin!(deadline);
+    let mut tick = tokio::time::interval(FLUSH_INTERVAL);
+    tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+    let mut pipes_open = true;
+
+    let (ended, status) = loop {
+        tokio::select! {
+            biased;
+            _ = cancel.cancelled() => break (Ended::Cancelled, None),
+            _ = &mut deadline => break (Ended::TimedOut, None),
+            chunk = rx.recv(), if pipes_open => match chunk {
+                Some(c) => sinks.bytes(&c),
+                None => pipes_open = false,
+            },
+            status = child.wait() => break (Ended::Exited, Some(status)),
+            _ = tick.tick() => sinks.flush(),
+        }
+    };
+
+    let mut error = None;
+    let mut exit_code = None;
+    let mut signal = None;
+    let mut background_pids = Vec::new();
+    match ended {
+        Ended::Exited => {
+            // Pipes may still hold output; background jobs may hold them open.
+            let until = Instant::now() + DRAIN_AFTER_EXIT;
+            while pipes_open {
+                match tokio::time::timeout_at(until, rx.recv()).await {
+                    Ok(Some(c)) => sinks.bytes(&c),
+                    Ok(None) | Err(_) => pipes_open = false,
+                }
+            }
+            match status {
+                Some(Ok(st)) => {
+                    exit_code = st.code();
+                    signal = st.signal();
+                }
+                Some(Err(e)) => error = Some(format!("waiting for bash failed: {e}")),
+                None => {}
+            }
+            let listed = std::fs::read_to_string(pid_file.path()).unwrap_or_default();
+            background_pids = parse_background_pids(&listed, pgid);
+        }
+        Ended::Cancelled | Ended::TimedOut => {
+            terminate_tree(pgid, &[]).await;
+            match tokio::time::timeout(REAP_LIMIT, child.wait()).await {
+                Ok(Ok(st)) => {
+                    exit_code = st.code();
+                    signal = st.signal();
+                }
+                Ok(Err(e)) => error = Some(format!("waiting for bash failed: {e}")),
+                Err(_) => error = Some("bash did not exit after SIGKILL".to_owned()),
+            }
+            // Keep whatever output had already arrived.
+            while let Ok(c) = rx.try_recv() {
+                sinks.bytes(&c);
+            }
+        }
+    }
+    pump_task.abort();
+    Ok(Outcome {
+        output: sinks.finish(),
+        exit_code,
+        signal,
+        error,
+        background_pids,
+        pgid,
+        ended,
+    })
+}
+
+/// Reads one pipe to its end, sending each chunk on `tx`.
+async fn pump<R: tokio::io::AsyncRead + Unpin>(mut r: R, tx: mpsc::Sender<Vec<u8>>) {
+    let mut buf = vec![0u8; 16 * 1024];
+    loop {
+        match r.read(&mut buf).await {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                if tx.send(buf[..n].to_vec()).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+}
