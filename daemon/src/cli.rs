@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use crate::server::{ListenError, RunError};
-use crate::{Daemon, DaemonConfig};
+use crate::DaemonConfig;
 use clap::Parser;
 
 /// Exit status when another daemon already serves the socket.
@@ -51,10 +51,7 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let outcome = runtime.block_on(async move {
-        let daemon = Daemon::open(config).map_err(RunError::from)?;
-        crate::run(daemon).await
-    });
+    let outcome = runtime.block_on(crate::run(config));
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(RunError::Listen(e @ ListenError::AlreadyRunning(_))) => {

@@ -17,6 +17,31 @@ pub struct DaemonConfig {
     /// The user's Gemini directory (`~/.gemini`): global GEMINI.md,
     /// settings and policies.
     pub user_gemini_dir: PathBuf,
+    /// The Gemini API, for tools that need it (`google_web_search`).
+    pub gemini: GeminiApiConfig,
+}
+
+/// Where and how to reach the Gemini API.
+#[derive(Debug, Clone)]
+pub struct GeminiApiConfig {
+    /// `GEMINI_API_KEY`; tools that need the API are not registered without it.
+    pub api_key: Option<String>,
+    /// `GOOGLE_GEMINI_BASE_URL`, else the public endpoint.
+    pub base_url: String,
+    /// `GEMINI_MODEL`, else a default model.
+    pub model: String,
+}
+
+impl GeminiApiConfig {
+    pub fn from_env() -> Self {
+        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        GeminiApiConfig {
+            api_key: var("GEMINI_API_KEY"),
+            base_url: var("GOOGLE_GEMINI_BASE_URL")
+                .unwrap_or_else(|| "https://generativelanguage.googleapis.com".to_owned()),
+            model: var("GEMINI_MODEL").unwrap_or_else(|| "gemini-2.5-flash".to_owned()),
+        }
+    }
 }
 
 impl DaemonConfig {
@@ -29,6 +54,7 @@ impl DaemonConfig {
             max_parallel_calls: 16,
             max_connections: 1024,
             user_gemini_dir: home().join(".gemini"),
+            gemini: GeminiApiConfig::from_env(),
         }
     }
 }

@@ -48,7 +48,7 @@ pub enum EventPayload {
     #[serde(rename_all = "camelCase")]
     ModelThought { turn_id: String, delta: String },
     /// A tool call changed.
-    ToolCall(ToolCallSnapshot),
+    ToolCall(Box<ToolCallSnapshot>),
     /// A turn ended.
     #[serde(rename_all = "camelCase")]
     TurnFinished {

@@ -5,7 +5,7 @@
 //! connections, exit 0.
 
 mod connection;
-mod listener;
+pub mod listener;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -18,6 +18,7 @@ use tokio_util::task::TaskTracker;
 
 pub use listener::ListenError;
 
+use crate::config::DaemonConfig;
 use crate::daemon::Daemon;
 use crate::rpc;
 
@@ -30,12 +31,26 @@ pub enum RunError {
     Store(#[from] crate::session::StoreError),
 }
 
-/// Serves until shutdown. Returns once everything is persisted.
-pub async fn run(daemon: Arc<Daemon>) -> Result<(), RunError> {
+/// Listens (first, so that a second daemon stops before touching the
+/// store), opens the daemon and serves until shutdown. Returns once
+/// everything is persisted.
+pub async fn run(mut config: DaemonConfig) -> Result<(), RunError> {
     let listening = match listener::from_systemd()? {
-        Some(l) => l,
-        None => listener::bind(&daemon.config.socket).await?,
+        Some(l) => {
+            // Report where systemd actually listens, not our default.
+            if let Some(path) = l.listener.local_addr().ok().and_then(|a| a.as_pathname().map(Into::into)) {
+                config.socket = path;
+            }
+            l
+        }
+        None => listener::bind(&config.socket).await?,
     };
+    let daemon = Daemon::open(config)?;
+    serve(daemon, listening).await
+}
+
+/// Serves on `listening` until shutdown.
+pub async fn serve(daemon: Arc<Daemon>, listening: listener::Listening) -> Result<(), RunError> {
     tracing::info!(
         socket = %daemon.config.socket.display(),
         data_dir = %daemon.config.data_dir.display(),

@@ -272,7 +272,7 @@ impl Actor {
                 .unwrap_or_else(|_| ("unknown".to_owned(), serde_json::Value::Null));
             let mut call = ToolCall::new(call_id.clone(), name, args);
             call.state = CallState::Interrupted;
-            self.emit(EventPayload::ToolCall(wire::snapshot(&call, None)));
+            self.emit(EventPayload::ToolCall(Box::new(wire::snapshot(&call, None))));
             self.pending.open_calls.push((call_id.clone(), None));
             ids.push(call_id);
         }

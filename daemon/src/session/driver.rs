@@ -118,7 +118,7 @@ impl Actor {
             }
             Effect::Publish { call, output_delta } => {
                 let snapshot = wire::snapshot(&call, output_delta);
-                self.emit(EventPayload::ToolCall(snapshot));
+                self.emit(EventPayload::ToolCall(Box::new(snapshot)));
             }
             Effect::Retire { call_id } => {
                 self.invocations.remove(&call_id);
