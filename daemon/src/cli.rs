@@ -4,8 +4,8 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use crate::server::{ListenError, RunError};
 use crate::DaemonConfig;
+use crate::server::{ListenError, RunError};
 use clap::Parser;
 
 /// Exit status when another daemon already serves the socket.

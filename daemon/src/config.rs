@@ -19,6 +19,12 @@ pub struct DaemonConfig {
     pub user_gemini_dir: PathBuf,
     /// The Gemini API, for tools that need it (`google_web_search`).
     pub gemini: GeminiApiConfig,
+    /// Admin-tier policy files (`GEMINID_ADMIN_POLICY_DIR`, else
+    /// `/etc/gemini-cli/policies`).
+    pub admin_policy_dir: PathBuf,
+    /// System settings (`GEMINID_SYSTEM_SETTINGS`, else
+    /// `/etc/gemini-cli/settings.json`).
+    pub system_settings: PathBuf,
 }
 
 /// Where and how to reach the Gemini API.
@@ -45,6 +51,18 @@ impl GeminiApiConfig {
 }
 
 impl DaemonConfig {
+    /// Where policy comes from, for this configuration.
+    pub fn policy_sources(&self) -> crate::policy::PolicySources {
+        crate::policy::PolicySources {
+            user_dir: self.user_gemini_dir.join("policies"),
+            admin_dir: self.admin_policy_dir.clone(),
+            settings_files: vec![
+                self.user_gemini_dir.join("settings.json"),
+                self.system_settings.clone(),
+            ],
+        }
+    }
+
     /// Defaults from the environment: `$XDG_RUNTIME_DIR/geminid.sock` and
     /// `$XDG_DATA_HOME/geminid` (with the usual fallbacks).
     pub fn from_env() -> Self {
@@ -55,6 +73,10 @@ impl DaemonConfig {
             max_connections: 1024,
             user_gemini_dir: home().join(".gemini"),
             gemini: GeminiApiConfig::from_env(),
+            admin_policy_dir: env_path("GEMINID_ADMIN_POLICY_DIR")
+                .unwrap_or_else(|| PathBuf::from("/etc/gemini-cli/policies")),
+            system_settings: env_path("GEMINID_SYSTEM_SETTINGS")
+                .unwrap_or_else(|| PathBuf::from("/etc/gemini-cli/settings.json")),
         }
     }
 }
@@ -65,6 +87,12 @@ pub fn default_data_dir() -> PathBuf {
         return PathBuf::from(dir).join("geminid");
     }
     home().join(".local/share/geminid")
+}
+
+fn env_path(name: &str) -> Option<PathBuf> {
+    std::env::var_os(name)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
 }
 
 fn home() -> PathBuf {

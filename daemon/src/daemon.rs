@@ -1,12 +1,13 @@
 //! The daemon's shared state: what every connection and session reaches.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::config::DaemonConfig;
+use crate::policy::{LivePolicy, PolicyWatcher};
 use crate::session::{ActorDeps, SessionManager, Store, StoreError};
 use crate::tools::{self, ToolRegistry};
 
@@ -14,6 +15,8 @@ pub struct Daemon {
     pub config: DaemonConfig,
     pub sessions: SessionManager,
     pub registry: Arc<ToolRegistry>,
+    pub policy: Arc<LivePolicy>,
+    policy_watcher: Mutex<Option<PolicyWatcher>>,
     /// Fired to stop the daemon (signal, `daemon.shutdown`).
     pub shutdown: CancellationToken,
     pub started: Instant,
@@ -30,19 +33,49 @@ impl Daemon {
                 tracing::error!(error = %e, "built-in tool not registered");
             }
         }
+        let policy = LivePolicy::load(config.policy_sources());
         let sessions = SessionManager::new(ActorDeps {
             store,
             registry: registry.clone(),
+            policy: policy.clone(),
             max_parallel: config.max_parallel_calls,
         });
-        Ok(Arc::new(Daemon {
+        let daemon = Arc::new(Daemon {
             config,
             sessions,
             registry,
+            policy,
+            policy_watcher: Mutex::new(None),
             shutdown: CancellationToken::new(),
             started: Instant::now(),
             connections: AtomicU64::new(0),
-        }))
+        });
+        daemon.watch_policy();
+        Ok(daemon)
+    }
+
+    /// Reloads policy when its files change; a broken file is reported to
+    /// every loaded session as an `error` event (and logged).
+    fn watch_policy(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        let watcher = self.policy.watch(move |problems| {
+            if let Some(daemon) = weak.upgrade() {
+                for problem in problems {
+                    daemon.sessions.announce(format!("policy: {problem}"));
+                }
+            }
+        });
+        match watcher {
+            Ok(w) => {
+                *self
+                    .policy_watcher
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner()) = Some(w)
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "policy files are not watched; edits need a restart")
+            }
+        }
     }
 
     pub fn connection_opened(&self) {

@@ -471,6 +471,7 @@ fn bench_rtt() -> Vec<Row> {
             Stats::from_durations(&call_nowait),
         )
     });
+    let (append_only, commit, commit_blocking) = rt.block_on(store_commit(n));
     println!("| Request | n | p50 | p90 | p99 | max |");
     println!("|---|---|---|---|---|---|");
     for (name, st) in [
@@ -479,6 +480,18 @@ fn bench_rtt() -> Vec<Row> {
         (
             "`tool.call read_file`, `wait: false` (answer = accepted)",
             &call_nowait,
+        ),
+        (
+            "breakdown: `Store::append` of one event, in process (no flush)",
+            &append_only,
+        ),
+        (
+            "breakdown: `Store::append` + `Store::flush` (one actor commit, sled `flush_async`), in process",
+            &commit,
+        ),
+        (
+            "breakdown: `Store::append` + `Store::flush_blocking` (sled `flush` on the calling thread), in process",
+            &commit_blocking,
         ),
     ] {
         println!(
@@ -523,6 +536,76 @@ fn bench_rtt() -> Vec<Row> {
             pass: None,
         },
     ]
+}
+
+/// The cost of one session-actor commit (append a step's events, then make
+/// them durable), measured on the daemon's own store type in this process.
+/// A `wait: true` read_file call makes two such commits before it answers.
+async fn store_commit(n: usize) -> (Stats, Stats, Stats) {
+    use geminid::session::store::Append;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let store = geminid::session::Store::open(dir.path()).expect("open store");
+    let id = "0123456789abcdef0123456789abcdef";
+    store
+        .put_session(&geminid::session::SessionRecord {
+            id: id.to_owned(),
+            cwd: dir.path().display().to_string(),
+            title: None,
+            approval_mode: geminid::policy::ApprovalMode::Default,
+            interactive: true,
+            created_at: 0,
+        })
+        .expect("put_session");
+    // About the size of a read_file toolCall event.
+    let padding = "x".repeat(480);
+    let step = |seq: &mut u64| {
+        *seq += 1;
+        let json = serde_json::value::to_raw_value(&json!({
+            "sessionId": id, "seq": *seq, "time": 0, "type": "toolCall",
+            "callId": format!("call-{seq}"), "name": "read_file", "state": "success",
+            "args": {"absolute_path": padding},
+        }))
+        .expect("event json");
+        Append {
+            events: vec![(*seq, json)],
+            open_calls: vec![(format!("call-{seq}"), None)],
+            record: None,
+        }
+    };
+    let mut seq = 0u64;
+    for _ in 0..200 {
+        store.append(id, &step(&mut seq)).expect("append");
+        store.flush().await.expect("flush");
+    }
+    let mut append_only = Vec::with_capacity(n);
+    for _ in 0..n {
+        let a = step(&mut seq);
+        let t = Instant::now();
+        store.append(id, &a).expect("append");
+        append_only.push(t.elapsed());
+    }
+    store.flush().await.expect("flush");
+    let mut commit = Vec::with_capacity(n);
+    for _ in 0..n {
+        let a = step(&mut seq);
+        let t = Instant::now();
+        store.append(id, &a).expect("append");
+        store.flush().await.expect("flush");
+        commit.push(t.elapsed());
+    }
+    let mut commit_blocking = Vec::with_capacity(n);
+    for _ in 0..n {
+        let a = step(&mut seq);
+        let t = Instant::now();
+        store.append(id, &a).expect("append");
+        store.flush_blocking().expect("flush");
+        commit_blocking.push(t.elapsed());
+    }
+    (
+        Stats::from_durations(&append_only),
+        Stats::from_durations(&commit),
+        Stats::from_durations(&commit_blocking),
+    )
 }
 
 // ---------------------------------------------------------------------------

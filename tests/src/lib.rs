@@ -40,12 +40,19 @@ pub struct TestDaemon {
     pub data_dir: PathBuf,
     /// A directory sessions can use as their workspace (canonical).
     pub workspace: PathBuf,
+    /// Extra environment for the daemon process.
+    pub env: Vec<(String, String)>,
     child: Option<Child>,
 }
 
 impl TestDaemon {
     /// Starts a daemon in a fresh temporary directory.
     pub fn start() -> TestDaemon {
+        Self::start_with_env(&[])
+    }
+
+    /// Starts a daemon with extra environment variables.
+    pub fn start_with_env(env: &[(&str, &str)]) -> TestDaemon {
         let dir = tempfile::tempdir().expect("tempdir");
         let base = dir.path().canonicalize().expect("canonical tempdir");
         let workspace = base.join("ws");
@@ -54,9 +61,14 @@ impl TestDaemon {
             socket: base.join("run/geminid.sock"),
             data_dir: base.join("data"),
             workspace,
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
             dir,
             child: None,
         };
+        std::fs::create_dir_all(daemon.home()).expect("home");
         daemon.spawn();
         daemon
     }
@@ -69,11 +81,33 @@ impl TestDaemon {
             .arg("--data-dir")
             .arg(&self.data_dir)
             .env("GEMINID_LOG", "warn")
+            // Isolate from the machine's own Gemini setup (policies,
+            // settings, GEMINI.md) and from any admin policy.
+            .env("HOME", self.home())
+            .env(
+                "GEMINID_ADMIN_POLICY_DIR",
+                self.home().join("no-admin-policies"),
+            )
+            .env(
+                "GEMINID_SYSTEM_SETTINGS",
+                self.home().join("no-system-settings.json"),
+            )
+            .env_remove("GEMINI_API_KEY")
+            .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .spawn()
             .expect("spawn geminid");
         self.child = Some(child);
         wait_for_socket(&self.socket);
+    }
+
+    /// The daemon's HOME (so `~/.gemini` is test-local).
+    pub fn home(&self) -> PathBuf {
+        self.socket
+            .parent()
+            .and_then(Path::parent)
+            .map(|base| base.join("home"))
+            .unwrap_or_default()
     }
 
     pub fn pid(&self) -> u32 {

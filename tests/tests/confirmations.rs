@@ -80,7 +80,7 @@ impl Fixture {
             .await
             .into_iter()
             .filter_map(|e| match e.payload {
-                EventPayload::ToolCall(c) if c.call_id == call => Some(c),
+                EventPayload::ToolCall(c) if c.call_id == call => Some(ToolCallSnapshot::clone(&c)),
                 _ => None,
             })
             .collect()

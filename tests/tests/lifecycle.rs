@@ -77,8 +77,9 @@ fn a_second_daemon_on_a_live_socket_exits_3_naming_the_socket() {
 #[tokio::test]
 async fn a_stale_socket_file_is_replaced() {
     let mut d = TestDaemon::start();
-    assert_eq!(d.terminate(), Some(0));
-    assert!(!d.socket.exists(), "a clean stop removes the socket");
+    d.kill9();
+    // A socket file nobody listens on, as a crashed process leaves it.
+    let _ = std::fs::remove_file(&d.socket);
     drop(std::os::unix::net::UnixListener::bind(&d.socket).unwrap());
     assert!(d.socket.exists(), "the stale socket file is left behind");
     d.spawn();
@@ -86,12 +87,26 @@ async fn a_stale_socket_file_is_replaced() {
     assert!(c.status().await.is_ok());
     drop(c);
 
-    // After kill -9 the socket file stays too; the next daemon takes over.
+    // After kill -9 the daemon's own socket file stays; the next one takes over.
     d.kill9();
     assert!(d.socket.exists());
     d.spawn();
     let c = d.client().await;
     assert!(c.status().await.is_ok());
+}
+
+#[test]
+fn sigterm_right_after_start_is_a_clean_exit() {
+    // The daemon accepts connections as soon as it listens; SIGTERM from
+    // then on must be a clean stop (exit 0, socket removed), not death by
+    // the default signal action.
+    let mut d = TestDaemon::start();
+    assert_eq!(
+        d.terminate(),
+        Some(0),
+        "killed by SIGTERM instead of stopping"
+    );
+    assert!(!d.socket.exists(), "a clean stop removes the socket");
 }
 
 #[tokio::test]
@@ -132,13 +147,27 @@ async fn sigterm_exits_0_and_a_restart_keeps_sessions_and_events() {
 
 #[test]
 fn daemon_shutdown_answers_then_exits_0() {
-    let mut d = TestDaemon::start();
-    let mut conn = d.raw();
-    conn.initialize();
-    let answer = conn.request("daemon.shutdown", json!({}));
-    assert_eq!(answer["result"]["ok"], json!(true), "{answer}");
-    assert_eq!(d.wait_exit(), Some(0));
-    assert!(!d.socket.exists(), "the socket file is removed");
+    // Several rounds: the answer must never lose a race with the exit.
+    for round in 0..10 {
+        let mut d = TestDaemon::start();
+        let mut conn = d.raw();
+        conn.initialize();
+        conn.send_line(r#"{"jsonrpc":"2.0","id":"bye","method":"daemon.shutdown","params":{}}"#);
+        let mut line = String::new();
+        let _ = std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(conn_stream(&d, conn)),
+            &mut line,
+        );
+        assert!(
+            line.contains(r#""id":"bye""#) && line.contains(r#""ok":true"#),
+            "round {round}: daemon.shutdown must be answered before the daemon exits; got {line:?}"
+        );
+        assert_eq!(d.wait_exit(), Some(0), "round {round}");
+        assert!(
+            !d.socket.exists(),
+            "round {round}: the socket file is removed"
+        );
+    }
 }
 
 #[tokio::test]

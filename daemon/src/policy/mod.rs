@@ -1,114 +1,79 @@
-//! Policy: decides whether a tool call runs, is refused, or asks a person.
+//! The policy engine: rules, loading, evaluation and shell command
+//! splitting (seed 001, "Policy engine").
 //!
-//! Pure and synchronous: no IO here. Until the TOML policy engine lands this
-//! is the fixed default of the foundation: read-only tools run, edits run in
-//! autoEdit, everything runs in yolo, anything else asks; in a
-//! non-interactive session "ask" becomes "deny".
+//! Code map:
+//! * `rule` — [`PolicyRule`], [`Decision`], [`ApprovalMode`], [`Tier`],
+//!   [`ToolKind`], [`RuleSource`], [`MatchedRule`].
+//! * `load` — TOML text to rules ([`parse_policy`]); `error` — [`PolicyLoadError`].
+//! * `dir` — `*.toml` files of a directory, admin directory check (IO).
+//! * `defaults` — built-in rules (`defaults.toml`, embedded).
+//! * `settings` — rules from `tools.core` / `tools.exclude` / `tools.allowed`.
+//! * `engine` — [`PolicyEngine::check`]; `index` and `matcher` — which rules
+//!   can match and whether one does.
+//! * `shell`, `wrappers`, `unquote` — tree-sitter-bash splitting into
+//!   sub-commands ([`split_command`]).
+//! * `session` — [`SessionAllowlist`]; `save` — atomic append of an
+//!   "always allow" rule to a policy file (IO).
+//!
+//! Invariants: the evaluator (`engine`, `matcher`, `shell`, `wrappers`) does
+//! no IO; only `dir` and `save` touch the file system. A shell command is
+//! allowed only if every sub-command it would run is allowed; anything the
+//! splitter cannot see through (parse errors, dynamic command names, dynamic
+//! `bash -c` / `eval` payloads, shells reading unknown stdin) is at most
+//! ask_user outside yolo.
+//!
+//! Decisions taken where the spec is silent:
+//! * Equal final priority: deny before ask_user before allow, then load order.
+//! * `commandRegex` is tested against the command text (the whole line, and
+//!   each sub-command's unquoted words joined by spaces), not against JSON.
+//! * `commandPrefix` matches whole words of a sub-command; a prefix ending in
+//!   a space needs at least one more word.
+//! * Outside yolo, an allow becomes ask_user when a sub-command redirects
+//!   output to a file (not `/dev/null`, `/dev/stdout`, `/dev/stderr`, not
+//!   `2>&1`-style duplication) unless the rule sets `allowRedirection`, when
+//!   it runs with `NAME=value` assignments (`FOO=1 git status`,
+//!   `env FOO=1 ...`), or when its name or payload is only known at run time.
+//! * Absolute or relative paths also match by basename; a basename match may
+//!   only *allow* for binaries in `/bin`, `/usr/bin`, `/usr/local/bin`,
+//!   `/sbin`, `/usr/sbin`, `/opt/homebrew/bin` (`./git status` is not
+//!   allowed by a `git status` rule, `./rm` is denied by an `rm` rule).
+//! * Wrappers (`command`, `exec`, `env`, `nohup`, `time`, `nice`, `timeout`,
+//!   `xargs`, `stdbuf`, `builtin`, `busybox`, `coproc`) count only through
+//!   the command they wrap unless a rule names the wrapper itself or an
+//!   option is not recognised; `sudo` / `doas` always count themselves.
+//! * Session "always allow" answers only turn ask_user into allow; they never
+//!   lift a deny or an Admin-tier ask_user.
 
-use serde::{Deserialize, Serialize};
+pub mod defaults;
+pub mod dir;
+pub mod engine;
+pub mod error;
+mod index;
+pub mod live;
+pub mod load;
+mod matcher;
+pub mod rule;
+pub mod save;
+pub mod session;
+pub mod settings;
+pub mod shell;
+mod unquote;
+mod wrappers;
 
-use crate::tools::ToolKind;
-
-/// How much a session lets tools do without asking.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-pub enum ApprovalMode {
-    #[default]
-    #[serde(rename = "default")]
-    Default,
-    #[serde(rename = "autoEdit")]
-    AutoEdit,
-    #[serde(rename = "yolo")]
-    Yolo,
-}
-
-/// What the policy says about one call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Decision {
-    Allow,
-    Deny,
-    AskUser,
-}
-
-/// The decision and why.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Verdict {
-    pub decision: Decision,
-    pub reason: String,
-}
-
-/// The facts a decision depends on.
-#[derive(Debug, Clone, Copy)]
-pub struct PolicyInput<'a> {
-    pub tool_name: &'a str,
-    pub kind: ToolKind,
-    pub mode: ApprovalMode,
-    pub interactive: bool,
-}
-
-/// Decides one call.
-pub fn decide(input: PolicyInput<'_>) -> Verdict {
-    let (decision, why) = match input.mode {
-        ApprovalMode::Yolo => (Decision::Allow, "yolo mode allows every tool"),
-        ApprovalMode::AutoEdit if input.kind.is_edit() => {
-            (Decision::Allow, "autoEdit mode allows edits")
-        }
-        ApprovalMode::AutoEdit | ApprovalMode::Default if input.kind.is_read_only() => {
-            (Decision::Allow, "read-only tools are allowed")
-        }
-        ApprovalMode::AutoEdit | ApprovalMode::Default => {
-            (Decision::AskUser, "tools that change things ask first")
-        }
-    };
-    match (decision, input.interactive) {
-        (Decision::AskUser, false) => Verdict {
-            decision: Decision::Deny,
-            reason: format!(
-                "{} needs approval, and the session is non-interactive",
-                input.tool_name
-            ),
-        },
-        (decision, _) => Verdict {
-            decision,
-            reason: why.to_owned(),
-        },
-    }
-}
+pub use defaults::default_rules;
+pub use dir::{DirMeta, admin_dir_problem, admin_dir_refusal, load_admin_dir, load_dir};
+pub use engine::{PolicyEngine, PolicyInput, PolicyVerdict, SubcommandVerdict};
+pub use error::{PolicyLoadError, PolicySaveError};
+pub use live::{LivePolicy, PolicySources, PolicyWatcher};
+pub use load::parse_policy;
+pub use matcher::stable_json;
+pub use rule::{
+    ApprovalMode, Decision, MatchedRule, PolicyRule, RuleSource, SHELL_TOOL_NAME, Tier, ToolKind,
+};
+pub use save::{SavedRule, save_always_allow};
+pub use session::SessionAllowlist;
+pub use settings::settings_rules;
+pub use shell::{CommandRole, ShellCommand, ShellSplit, split_command};
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn check(kind: ToolKind, mode: ApprovalMode, interactive: bool) -> Decision {
-        decide(PolicyInput {
-            tool_name: "t",
-            kind,
-            mode,
-            interactive,
-        })
-        .decision
-    }
-
-    #[test]
-    fn fixed_default_table() {
-        use ApprovalMode::*;
-        use Decision::*;
-        let cases = [
-            (ToolKind::Read, Default, true, Allow),
-            (ToolKind::Search, Default, false, Allow),
-            (ToolKind::Edit, Default, true, AskUser),
-            (ToolKind::Edit, Default, false, Deny),
-            (ToolKind::Edit, AutoEdit, true, Allow),
-            (ToolKind::Execute, AutoEdit, true, AskUser),
-            (ToolKind::Execute, Yolo, false, Allow),
-            (ToolKind::Other, Default, true, AskUser),
-        ];
-        for (kind, mode, interactive, want) in cases {
-            assert_eq!(
-                check(kind, mode, interactive),
-                want,
-                "{kind:?} {mode:?} {interactive}"
-            );
-        }
-    }
-}
+mod tests;

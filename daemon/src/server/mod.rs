@@ -38,7 +38,12 @@ pub async fn run(mut config: DaemonConfig) -> Result<(), RunError> {
     let listening = match listener::from_systemd()? {
         Some(l) => {
             // Report where systemd actually listens, not our default.
-            if let Some(path) = l.listener.local_addr().ok().and_then(|a| a.as_pathname().map(Into::into)) {
+            if let Some(path) = l
+                .listener
+                .local_addr()
+                .ok()
+                .and_then(|a| a.as_pathname().map(Into::into))
+            {
                 config.socket = path;
             }
             l

@@ -7,7 +7,7 @@
 //! broadcast and answered (persist-then-broadcast). Steps that arrive
 //! together share one flush (group commit).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -57,6 +57,7 @@ pub(super) enum Internal {
 pub struct ActorDeps {
     pub store: Store,
     pub registry: Arc<ToolRegistry>,
+    pub policy: Arc<crate::policy::LivePolicy>,
     pub max_parallel: usize,
 }
 
@@ -69,8 +70,8 @@ pub(super) struct Actor {
     pub(super) invocations: HashMap<String, Box<dyn ToolInvocation>>,
     pub(super) running: HashMap<String, CancellationToken>,
     pub(super) waiters: HashMap<String, Vec<oneshot::Sender<ToolCallSnapshot>>>,
-    /// Tools a person allowed for the rest of the session.
-    pub(super) always_allowed: HashSet<String>,
+    /// What a person allowed for the rest of the session.
+    pub(super) allowlist: crate::policy::SessionAllowlist,
     events: broadcast::Sender<Arc<Published>>,
     pub(super) internal: mpsc::UnboundedSender<Internal>,
     pending: Append,
@@ -113,7 +114,7 @@ pub fn spawn(
         invocations: HashMap::new(),
         running: HashMap::new(),
         waiters: HashMap::new(),
-        always_allowed: HashSet::new(),
+        allowlist: crate::policy::SessionAllowlist::new(),
         events,
         internal: internal_tx,
         pending: Append::default(),
@@ -219,6 +220,9 @@ impl Actor {
                     let _ = reply.send(record);
                 });
             }
+            Command::Announce { payload } => {
+                self.emit(payload);
+            }
             Command::Stop { reason, reply } => return Some((reason, Some(reply))),
         }
         None
@@ -272,7 +276,9 @@ impl Actor {
                 .unwrap_or_else(|_| ("unknown".to_owned(), serde_json::Value::Null));
             let mut call = ToolCall::new(call_id.clone(), name, args);
             call.state = CallState::Interrupted;
-            self.emit(EventPayload::ToolCall(Box::new(wire::snapshot(&call, None))));
+            self.emit(EventPayload::ToolCall(Box::new(wire::snapshot(
+                &call, None,
+            ))));
             self.pending.open_calls.push((call_id.clone(), None));
             ids.push(call_id);
         }

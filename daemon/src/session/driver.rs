@@ -13,7 +13,9 @@ use tokio::sync::oneshot;
 use super::SessionError;
 use super::actor::{Actor, Internal};
 use super::handle::CallAccepted;
-use crate::policy::{self, Decision, PolicyInput};
+use crate::policy::{
+    Decision, PolicyInput, PolicyVerdict, SHELL_TOOL_NAME, SavedRule, split_command,
+};
 use crate::scheduler::{Answer, CallError, CallErrorKind, Effect, Prepared, ToolCall};
 use crate::tools::{OutputSink, ToolError};
 use crate::wire;
@@ -64,6 +66,7 @@ impl Actor {
             return Ok(false);
         }
         let name = call.name.clone();
+        let args = call.args.clone();
         let answer = match outcome {
             ConfirmationOutcome::Cancel => Answer::Cancel,
             ConfirmationOutcome::ProceedOnce => Answer::Proceed {
@@ -73,9 +76,14 @@ impl Actor {
             | ConfirmationOutcome::ProceedAlwaysTool
             | ConfirmationOutcome::ProceedAlwaysServer
             | ConfirmationOutcome::ProceedAlwaysAndSave => {
-                self.always_allowed.insert(name.clone());
+                let server = self
+                    .deps
+                    .registry
+                    .get(&name)
+                    .and_then(|t| t.tool.source().server().map(str::to_owned));
+                let what = self.remember_always(&name, &args, server.as_deref(), outcome)?;
                 Answer::Proceed {
-                    decided_by: format!("{name} approved for the rest of the session"),
+                    decided_by: format!("{what} approved for the rest of the session"),
                 }
             }
             ConfirmationOutcome::ModifyWithEditor => {
@@ -105,6 +113,48 @@ impl Actor {
         let (accepted, effects) = self.scheduler.answer(call_id, answer);
         self.apply(effects);
         Ok(accepted)
+    }
+
+    /// Records an "always" answer in the session allowlist (and, for
+    /// `proceed_always_and_save`, in the user's policy). Returns what was
+    /// allowed, for people.
+    fn remember_always(
+        &mut self,
+        name: &str,
+        args: &Value,
+        server: Option<&str>,
+        outcome: ConfirmationOutcome,
+    ) -> Result<String, SessionError> {
+        let roots = match args.get("command").and_then(Value::as_str) {
+            Some(command) if name == SHELL_TOOL_NAME => split_command(command).roots(),
+            Some(_) | None => Vec::new(),
+        };
+        let (what, saved) = match (outcome, server) {
+            (ConfirmationOutcome::ProceedAlwaysServer, Some(server)) => {
+                self.allowlist.allow_server(server);
+                (format!("every tool of {server}"), SavedRule::server(server))
+            }
+            _ if !roots.is_empty() => {
+                for root in &roots {
+                    self.allowlist.allow_command_prefix(root);
+                }
+                let first = roots.first().map(String::as_str).unwrap_or_default();
+                (
+                    format!("`{}`", roots.join("`, `")),
+                    SavedRule::command_prefix(first),
+                )
+            }
+            _ => {
+                self.allowlist.allow_tool(name);
+                (name.to_owned(), SavedRule::tool(name))
+            }
+        };
+        if outcome == ConfirmationOutcome::ProceedAlwaysAndSave {
+            self.deps.policy.save_always_allow(&saved).map_err(|e| {
+                SessionError::InvalidParams(format!("could not save the rule: {e}"))
+            })?;
+        }
+        Ok(what)
     }
 
     pub(super) fn apply_one(&mut self, effect: Effect) {
@@ -164,21 +214,20 @@ impl Actor {
                 return self.apply(effects);
             }
         };
-        let name = call.name.clone();
-        let (decision, reason) = if self.always_allowed.contains(&name) {
-            (
-                Decision::Allow,
-                format!("{name} approved for the rest of the session"),
-            )
-        } else {
-            let verdict = policy::decide(PolicyInput {
-                tool_name: &name,
-                kind: tool.tool.kind(),
+        let engine = self.deps.policy.engine();
+        let verdict = engine.check_with_session(
+            &PolicyInput {
+                tool_name: &call.name,
+                args: &call.args,
+                server_name: tool.tool.source().server(),
+                tool_kind: tool.tool.kind(),
                 mode: self.record.approval_mode,
                 interactive: self.record.interactive,
-            });
-            (verdict.decision, format!("policy: {}", verdict.reason))
-        };
+            },
+            &self.allowlist,
+        );
+        let decision = verdict.decision;
+        let reason = explain(&verdict);
         match decision {
             Decision::Allow => {
                 let prepared = Prepared::Allowed {
@@ -250,5 +299,16 @@ impl Actor {
                 .map_err(CallError::from);
             let _ = internal.send(Internal::Finished { call_id, outcome });
         });
+    }
+}
+
+/// "policy: <reason> (<file> rule #<n>, <tier> tier)" for `decidedBy`.
+fn explain(verdict: &PolicyVerdict) -> String {
+    match &verdict.rule {
+        Some(rule) => format!(
+            "policy: {} ({} rule #{}, priority {:.3})",
+            verdict.reason, rule.source.file, rule.source.index, rule.final_priority
+        ),
+        None => format!("policy: {}", verdict.reason),
     }
 }

@@ -58,6 +58,10 @@ pub(super) enum Command {
         mode: ApprovalMode,
         reply: oneshot::Sender<SessionRecord>,
     },
+    /// Record a daemon-wide notice (a policy problem) in the session.
+    Announce {
+        payload: geminid_protocol::event::EventPayload,
+    },
     /// Cancel everything, wait for running calls to end, persist, exit.
     Stop {
         reason: String,
@@ -138,6 +142,11 @@ impl SessionHandle {
     pub async fn stop(&self, reason: &str) -> Result<(), SessionError> {
         let reason = reason.to_owned();
         self.ask(|reply| Command::Stop { reason, reply }).await
+    }
+
+    /// Records a notice without waiting; dropped if the session is busy.
+    pub fn announce(&self, payload: geminid_protocol::event::EventPayload) {
+        let _ = self.commands.try_send(Command::Announce { payload });
     }
 
     /// Whether the actor has exited.

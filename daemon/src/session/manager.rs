@@ -134,6 +134,15 @@ impl SessionManager {
         self.lock().values().filter(|h| !h.is_stopped()).count()
     }
 
+    /// Records `message` as an `error` event in every loaded session.
+    pub fn announce(&self, message: String) {
+        for handle in self.lock().values() {
+            handle.announce(geminid_protocol::event::EventPayload::Error {
+                message: message.clone(),
+            });
+        }
+    }
+
     /// Stops the session's actor (cancelling its calls), then removes it
     /// and its events. Its subscribers get `session.closed`.
     pub async fn delete(&self, id: &str) -> Result<(), SessionError> {

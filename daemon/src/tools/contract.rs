@@ -31,6 +31,22 @@ pub enum ToolKind {
 }
 
 impl ToolKind {
+    /// Parses the lowercase spelling (`read`, `edit`, ...).
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "read" => Some(Self::Read),
+            "edit" => Some(Self::Edit),
+            "delete" => Some(Self::Delete),
+            "move" => Some(Self::Move),
+            "search" => Some(Self::Search),
+            "execute" => Some(Self::Execute),
+            "think" => Some(Self::Think),
+            "fetch" => Some(Self::Fetch),
+            "other" => Some(Self::Other),
+            _ => None,
+        }
+    }
+
     /// Kinds that never change anything outside the daemon.
     pub fn is_read_only(self) -> bool {
         match self {
@@ -64,6 +80,16 @@ pub enum ToolSource {
     Builtin,
     Discovered,
     Mcp { server: String },
+}
+
+impl ToolSource {
+    /// The MCP server, for MCP tools.
+    pub fn server(&self) -> Option<&str> {
+        match self {
+            ToolSource::Mcp { server } => Some(server),
+            ToolSource::Builtin | ToolSource::Discovered => None,
+        }
+    }
 }
 
 /// A file system location a call touches (for editors and for review).

@@ -10,26 +10,26 @@ use super::{contract, path};
 use contract::Tool;
 
 pub mod common;
+pub mod diff;
 pub mod glob;
 mod glob_walk;
 pub mod grep;
 mod grep_search;
-mod params;
-pub mod search_walk;
-pub mod shell;
-mod shell_exec;
-mod shell_output;
-mod shell_proc;
-pub mod web_fetch;
-pub mod web_fetch_http;
-pub mod diff;
 pub mod list_directory;
+mod params;
 pub mod read_file;
 pub mod read_many_files;
 pub mod replace;
 pub mod replace_match;
 pub mod save_memory;
+pub mod search_walk;
+pub mod shell;
+mod shell_exec;
+mod shell_output;
+mod shell_proc;
 pub mod walk;
+pub mod web_fetch;
+pub mod web_fetch_http;
 pub mod write_file;
 
 #[cfg(test)]

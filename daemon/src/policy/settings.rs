@@ -1,0 +1,125 @@
+//! Rules derived from the settings lists `tools.core`, `tools.exclude` and
+//! `tools.allowed`, all in the User tier:
+//!
+//! | setting          | decision | priority | final |
+//! | :--------------- | :------- | :------- | :---- |
+//! | `tools.exclude`  | deny     | 950      | 2.950 |
+//! | `tools.core`     | deny everything not listed | 900 | 2.900 |
+//! | `tools.allowed`  | allow    | 300      | 2.300 |
+//! | `tools.core` shell prefixes | allow | 300 | 2.300 |
+//! | `tools.core` with only shell prefixes | deny other shell commands | 250 | 2.250 |
+//!
+//! An entry `run_shell_command(git status)` (or `ShellTool(...)`) means the
+//! shell tool restricted to the command prefix `git status`. `tools.core`
+//! also denies MCP tools unless they are listed (`server__*` works).
+
+use crate::policy::rule::{Decision, PolicyRule, RuleSource, SHELL_TOOL_NAME, Tier};
+
+/// Priority of `tools.exclude` deny rules.
+pub const EXCLUDE_PRIORITY: u16 = 950;
+/// Priority of the `tools.core` catch-all deny rule.
+pub const CORE_PRIORITY: u16 = 900;
+/// Priority of `tools.allowed` (and `tools.core` shell prefix) allow rules.
+pub const ALLOWED_PRIORITY: u16 = 300;
+/// Priority of the deny for shell commands outside `tools.core` prefixes.
+pub const CORE_SHELL_PRIORITY: u16 = 250;
+
+/// Splits `tool(arg)` into the tool name and the command prefix.
+pub fn parse_tool_entry(entry: &str) -> (String, Option<String>) {
+    let entry = entry.trim();
+    let (name, prefix) = match entry.split_once('(') {
+        Some((name, rest)) if rest.ends_with(')') => {
+            let inner = rest[..rest.len() - 1].trim();
+            (name.trim(), (!inner.is_empty()).then(|| inner.to_owned()))
+        }
+        _ => (entry, None),
+    };
+    let name = if name == "ShellTool" {
+        SHELL_TOOL_NAME
+    } else {
+        name
+    };
+    (name.to_owned(), prefix)
+}
+
+fn rule_for(
+    entry: &str,
+    decision: Decision,
+    priority: u16,
+    file: &str,
+    index: usize,
+) -> PolicyRule {
+    let (name, prefix) = parse_tool_entry(entry);
+    let source = RuleSource {
+        file: file.to_owned(),
+        index,
+        tier: Tier::User,
+    };
+    let mut rule = PolicyRule::new(decision, priority, source);
+    rule.tool_names = vec![name];
+    rule.command_prefix = prefix.into_iter().collect();
+    rule
+}
+
+/// Builds the rules for the three settings lists.
+pub fn settings_rules(core: &[String], exclude: &[String], allowed: &[String]) -> Vec<PolicyRule> {
+    let mut rules = Vec::new();
+    for (i, entry) in exclude.iter().enumerate() {
+        rules.push(rule_for(
+            entry,
+            Decision::Deny,
+            EXCLUDE_PRIORITY,
+            "settings:tools.exclude",
+            i + 1,
+        ));
+    }
+    for (i, entry) in allowed.iter().enumerate() {
+        rules.push(rule_for(
+            entry,
+            Decision::Allow,
+            ALLOWED_PRIORITY,
+            "settings:tools.allowed",
+            i + 1,
+        ));
+    }
+    if core.is_empty() {
+        return rules;
+    }
+    let file = "settings:tools.core";
+    let mut except = Vec::new();
+    let mut bare_shell = false;
+    let mut shell_prefixes = false;
+    for (i, entry) in core.iter().enumerate() {
+        let (name, prefix) = parse_tool_entry(entry);
+        if name == SHELL_TOOL_NAME {
+            match prefix {
+                Some(_) => {
+                    shell_prefixes = true;
+                    rules.push(rule_for(
+                        entry,
+                        Decision::Allow,
+                        ALLOWED_PRIORITY,
+                        file,
+                        i + 1,
+                    ));
+                }
+                None => bare_shell = true,
+            }
+        }
+        except.push(name);
+    }
+    let source = |index| RuleSource {
+        file: file.to_owned(),
+        index,
+        tier: Tier::User,
+    };
+    let mut deny_others = PolicyRule::new(Decision::Deny, CORE_PRIORITY, source(0));
+    deny_others.except_tools = except;
+    rules.push(deny_others);
+    if shell_prefixes && !bare_shell {
+        let mut deny_shell = PolicyRule::new(Decision::Deny, CORE_SHELL_PRIORITY, source(0));
+        deny_shell.tool_names = vec![SHELL_TOOL_NAME.to_owned()];
+        rules.push(deny_shell);
+    }
+    rules
+}

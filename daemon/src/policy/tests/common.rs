@@ -1,0 +1,54 @@
+//! Shared test helpers.
+#![allow(dead_code)]
+
+use crate::policy::{
+    ApprovalMode, PolicyEngine, PolicyInput, PolicyVerdict, Tier, ToolKind, default_rules,
+    parse_policy,
+};
+use serde_json::{Value, json};
+
+/// Builds an engine from the defaults plus `rules_toml` as a User file.
+pub fn engine(rules_toml: &str) -> PolicyEngine {
+    let (mut rules, errors) = parse_policy(rules_toml, "user.toml", Tier::User);
+    assert!(errors.is_empty(), "rule errors: {errors:?}");
+    rules.extend(default_rules());
+    PolicyEngine::new(rules)
+}
+
+/// Checks a shell command.
+pub fn shell_verdict(
+    rules_toml: &str,
+    command: &str,
+    mode: ApprovalMode,
+    interactive: bool,
+) -> PolicyVerdict {
+    let args = json!({ "command": command });
+    engine(rules_toml).check(&PolicyInput {
+        tool_name: "run_shell_command",
+        args: &args,
+        server_name: None,
+        tool_kind: ToolKind::Execute,
+        mode,
+        interactive,
+    })
+}
+
+/// Checks a non-shell tool call.
+pub fn tool_verdict(
+    engine: &PolicyEngine,
+    tool: &str,
+    server: Option<&str>,
+    kind: ToolKind,
+    args: &Value,
+    mode: ApprovalMode,
+    interactive: bool,
+) -> PolicyVerdict {
+    engine.check(&PolicyInput {
+        tool_name: tool,
+        args,
+        server_name: server,
+        tool_kind: kind,
+        mode,
+        interactive,
+    })
+}

@@ -1,0 +1,10 @@
+//! Table tests of the policy engine: rule loading, evaluation, shell
+//! splitting and the bypass table.
+
+mod common;
+mod engine;
+mod load_table;
+mod robustness;
+mod shell_table;
+mod sources;
+mod split;
