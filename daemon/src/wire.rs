@@ -6,13 +6,14 @@
 use geminid_protocol as proto;
 use proto::tool as wt;
 
-use crate::policy::ApprovalMode;
+use crate::policy::{ApprovalMode, MatchedRule, PolicyRule, PolicyVerdict, Tier};
 use crate::scheduler::{CallErrorKind, CallState, ToolCall};
 use crate::session::SessionRecord;
 use crate::tools::{
     ConfirmationDetails, ContentPart, FileDiff, Tool, ToolDisplay, ToolErrorKind, ToolLocation,
     ToolResult, ToolSource,
 };
+use proto::policy as wp;
 
 pub fn approval_mode(mode: ApprovalMode) -> proto::ApprovalMode {
     match mode {
@@ -207,5 +208,59 @@ fn enum_name<T: serde::Serialize>(value: &T) -> String {
         Ok(serde_json::Value::String(s)) => s,
         Ok(other) => other.to_string(),
         Err(_) => "unknown".to_owned(),
+    }
+}
+
+fn rule_ref(rule: &MatchedRule) -> wp::RuleRef {
+    wp::RuleRef {
+        file: rule.source.file.clone(),
+        index: rule.source.index,
+        tier: tier_name(rule.source.tier).to_owned(),
+        priority: rule.final_priority,
+    }
+}
+
+fn tier_name(tier: Tier) -> &'static str {
+    match tier {
+        Tier::Default => "default",
+        Tier::User => "user",
+        Tier::Admin => "admin",
+    }
+}
+
+pub fn policy_check(
+    verdict: &PolicyVerdict,
+    mode: ApprovalMode,
+    interactive: bool,
+) -> wp::PolicyCheckResult {
+    wp::PolicyCheckResult {
+        decision: verdict.decision.as_str().to_owned(),
+        rule: verdict.rule.as_ref().map(rule_ref),
+        subcommands: verdict
+            .subcommands
+            .iter()
+            .map(|sub| wp::SubcommandDecision {
+                command: sub.command.clone(),
+                decision: sub.decision.as_str().to_owned(),
+                rule: sub.rule.as_ref().map(rule_ref),
+            })
+            .collect(),
+        reason: verdict.reason.clone(),
+        approval_mode: approval_mode(mode),
+        interactive,
+    }
+}
+
+pub fn policy_rule(rule: &PolicyRule) -> wp::PolicyRuleInfo {
+    wp::PolicyRuleInfo {
+        source: rule_ref(&MatchedRule::of(rule)),
+        decision: rule.decision.as_str().to_owned(),
+        tool_names: rule.tool_names.clone(),
+        mcp_name: rule.mcp_name.clone(),
+        args_pattern: rule.args_pattern.as_ref().map(|r| r.as_str().to_owned()),
+        command_prefix: rule.command_prefix.clone(),
+        command_regex: rule.command_regex.as_ref().map(|r| r.as_str().to_owned()),
+        modes: rule.modes.iter().map(|m| approval_mode(*m)).collect(),
+        allow_redirection: rule.allow_redirection,
     }
 }

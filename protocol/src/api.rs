@@ -8,6 +8,7 @@ use jsonrpsee::proc_macros::rpc;
 use serde_json::Value;
 
 use crate::event::SessionEvent;
+use crate::policy::{PolicyCheckResult, PolicyList};
 use crate::session::{Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SessionInfo};
 use crate::tool::{ConfirmResult, ConfirmationOutcome, ToolCallStarted, ToolInfo};
 
@@ -128,4 +129,25 @@ pub trait GeminidApi {
         outcome: ConfirmationOutcome,
         #[argument(rename = "modifiedArgs")] modified_args: Option<Value>,
     ) -> RpcResult<ConfirmResult>;
+
+    /// `policy.check {sessionId? | cwd?, toolName, args?, approvalMode?,
+    /// interactive?}`: what the policy would decide for this call, which rule
+    /// decided, and for shell commands each sub-command's decision. With a
+    /// session, its mode, interactivity and "always" answers are used unless
+    /// overridden.
+    #[method(name = "policy.check", param_kind = map)]
+    async fn check_policy(
+        &self,
+        #[argument(rename = "sessionId")] session_id: Option<String>,
+        cwd: Option<String>,
+        #[argument(rename = "toolName")] tool_name: String,
+        args: Option<Value>,
+        #[argument(rename = "approvalMode")] approval_mode: Option<ApprovalMode>,
+        interactive: Option<bool>,
+    ) -> RpcResult<PolicyCheckResult>;
+
+    /// `policy.list`: every loaded rule in priority order with its source,
+    /// and the problems of the last load.
+    #[method(name = "policy.list", param_kind = map)]
+    async fn list_policy(&self) -> RpcResult<PolicyList>;
 }

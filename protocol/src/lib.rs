@@ -16,6 +16,7 @@ pub mod error;
 pub mod event;
 pub mod framing;
 pub mod paths;
+pub mod policy;
 pub mod session;
 pub mod tool;
 

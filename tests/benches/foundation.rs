@@ -452,11 +452,26 @@ fn bench_rtt() -> Vec<Row> {
             client.status().await.expect("status");
             status.push(t.elapsed());
         }
+        let pid = s.daemon.pid();
+        let before = ProcCost::read(pid);
         let mut call_wait = Vec::with_capacity(n);
         for _ in 0..n {
             let t = Instant::now();
             read_file(&client, &s, Some(true)).await;
             call_wait.push(t.elapsed());
+        }
+        if let (Some(before), Some(after)) = (before, ProcCost::read(pid)) {
+            println!(
+                "- daemon cost per `wait: true` call: {:.0} µs CPU (user+sys), {:.1} context switches ({:.1} voluntary), over {n} calls",
+                (after.cpu_ticks - before.cpu_ticks) as f64 * 1e6 / ticks_per_sec() / n as f64,
+                (after.switches - before.switches) as f64 / n as f64,
+                (after.voluntary - before.voluntary) as f64 / n as f64,
+            );
+            println!(
+                "- daemon threads: {} ({})\n",
+                after.threads.len(),
+                after.threads.join(", ")
+            );
         }
         let mut call_nowait = Vec::with_capacity(n);
         for _ in 0..n {
@@ -536,6 +551,73 @@ fn bench_rtt() -> Vec<Row> {
             pass: None,
         },
     ]
+}
+
+/// CPU time and context switches of a process, summed over its threads.
+struct ProcCost {
+    cpu_ticks: u64,
+    switches: u64,
+    voluntary: u64,
+    threads: Vec<String>,
+}
+
+impl ProcCost {
+    fn read(pid: u32) -> Option<ProcCost> {
+        let mut cost = ProcCost {
+            cpu_ticks: 0,
+            switches: 0,
+            voluntary: 0,
+            threads: Vec::new(),
+        };
+        let mut names: Vec<String> = Vec::new();
+        for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+            let dir = task.ok()?.path();
+            let stat = std::fs::read_to_string(dir.join("stat")).ok()?;
+            // Fields after the parenthesised command name: state is 3rd,
+            // utime 14th and stime 15th of the whole line.
+            let rest = stat.rsplit_once(')')?.1;
+            let fields: Vec<&str> = rest.split_whitespace().collect();
+            cost.cpu_ticks += fields.get(11)?.parse::<u64>().ok()?;
+            cost.cpu_ticks += fields.get(12)?.parse::<u64>().ok()?;
+            let status = std::fs::read_to_string(dir.join("status")).ok()?;
+            for line in status.lines() {
+                let mut it = line.split_whitespace();
+                match (it.next(), it.next()) {
+                    (Some("voluntary_ctxt_switches:"), Some(v)) => {
+                        let v: u64 = v.parse().ok()?;
+                        cost.switches += v;
+                        cost.voluntary += v;
+                    }
+                    (Some("nonvoluntary_ctxt_switches:"), Some(v)) => {
+                        cost.switches += v.parse::<u64>().ok()?;
+                    }
+                    (Some("Name:"), Some(name)) => names.push(name.to_owned()),
+                    _ => {}
+                }
+            }
+        }
+        names.sort();
+        let mut grouped: Vec<(String, usize)> = Vec::new();
+        for name in names {
+            let base = name
+                .trim_end_matches(|c: char| c.is_ascii_digit())
+                .to_owned();
+            match grouped.last_mut() {
+                Some((b, count)) if *b == base => *count += 1,
+                _ => grouped.push((base, 1)),
+            }
+        }
+        cost.threads = grouped
+            .into_iter()
+            .map(|(b, c)| if c > 1 { format!("{c}x {b}*") } else { b })
+            .collect();
+        Some(cost)
+    }
+}
+
+/// Clock ticks per second for /proc CPU times (USER_HZ, 100 on Linux).
+fn ticks_per_sec() -> f64 {
+    100.0
 }
 
 /// The cost of one session-actor commit (append a step's events, then make

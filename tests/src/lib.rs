@@ -297,4 +297,13 @@ impl RawConn {
         self.writer.write_all(bytes).expect("write");
         self.writer.write_all(b"\n").expect("write");
     }
+
+    /// The next message, or `None` when the daemon closed the connection.
+    pub fn try_read_message(&mut self) -> Option<Value> {
+        let mut line = String::new();
+        match self.reader.read_line(&mut line) {
+            Ok(0) | Err(_) => None,
+            Ok(_) => serde_json::from_str(&line).ok(),
+        }
+    }
 }

@@ -8,6 +8,7 @@ mod attach;
 mod call;
 mod confirm;
 mod daemon;
+mod policy;
 mod render;
 mod session;
 
@@ -60,6 +61,9 @@ enum Command {
     /// Create, list, show and remove sessions
     #[command(subcommand)]
     Session(session::SessionCommand),
+    /// Explain policy decisions
+    #[command(subcommand)]
+    Policy(policy::PolicyCommand),
     /// List the tools the daemon offers
     Tools {
         /// Check the session exists (tools are the same for every session today)
@@ -177,6 +181,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> Outcome {
     match command {
         Command::Daemon(cmd) => daemon::run(ctx, cmd).await,
         Command::Session(cmd) => session::run(ctx, cmd).await,
+        Command::Policy(cmd) => policy::run(ctx, cmd).await,
         Command::Tools { session } => call::tools(ctx, session).await,
         Command::Call {
             session,

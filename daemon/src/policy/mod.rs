@@ -75,5 +75,35 @@ pub use session::SessionAllowlist;
 pub use settings::settings_rules;
 pub use shell::{CommandRole, ShellCommand, ShellSplit, split_command};
 
+/// Checks a call of `tool_name` as the scheduler would: the tool's kind and
+/// MCP server come from the registry (an unknown tool counts as `other`).
+pub fn check_tool(
+    engine: &PolicyEngine,
+    registry: &crate::tools::ToolRegistry,
+    tool_name: &str,
+    args: &serde_json::Value,
+    mode: ApprovalMode,
+    interactive: bool,
+    allowlist: &SessionAllowlist,
+) -> PolicyVerdict {
+    let tool = registry.get(tool_name);
+    let source = tool.as_ref().map(|t| t.tool.source());
+    let kind = tool
+        .as_ref()
+        .map(|t| t.tool.kind())
+        .unwrap_or(ToolKind::Other);
+    engine.check_with_session(
+        &PolicyInput {
+            tool_name,
+            args,
+            server_name: source.as_ref().and_then(|s| s.server()),
+            tool_kind: kind,
+            mode,
+            interactive,
+        },
+        allowlist,
+    )
+}
+
 #[cfg(test)]
 mod tests;

@@ -8,9 +8,10 @@ use serde::{Deserialize, Serialize};
 pub const SHELL_TOOL_NAME: &str = "run_shell_command";
 
 /// The approval mode the session runs in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
 pub enum ApprovalMode {
     /// Normal mode: writes and commands ask the user.
+    #[default]
     #[serde(rename = "default")]
     Default,
     /// File edits are allowed without asking.

@@ -2,6 +2,7 @@
 //! the protocol types; handlers translate, call into sessions, translate back.
 
 mod error;
+mod policy;
 mod subscribe;
 
 use std::sync::Arc;
@@ -9,6 +10,7 @@ use std::sync::Arc;
 use geminid_protocol::PROTOCOL_VERSION;
 use geminid_protocol::api::GeminidApiServer;
 use geminid_protocol::error as code;
+use geminid_protocol::policy::{PolicyCheckResult, PolicyList};
 use geminid_protocol::session::{
     Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SessionInfo,
 };
@@ -237,5 +239,32 @@ impl GeminidApiServer for RpcHandler {
             .confirm(call_id, outcome, modified_args)
             .await?;
         Ok(ConfirmResult { accepted })
+    }
+
+    async fn check_policy(
+        &self,
+        session_id: Option<String>,
+        cwd: Option<String>,
+        tool_name: String,
+        args: Option<Value>,
+        approval_mode: Option<ApprovalMode>,
+        interactive: Option<bool>,
+    ) -> RpcResult<PolicyCheckResult> {
+        policy::check(
+            &self.daemon,
+            policy::CheckRequest {
+                session_id,
+                cwd,
+                tool_name,
+                args,
+                approval_mode,
+                interactive,
+            },
+        )
+        .await
+    }
+
+    async fn list_policy(&self) -> RpcResult<PolicyList> {
+        Ok(policy::list(&self.daemon))
     }
 }

@@ -220,6 +220,30 @@ impl Actor {
                     let _ = reply.send(record);
                 });
             }
+            Command::PolicyCheck {
+                tool_name,
+                args,
+                mode,
+                interactive,
+                reply,
+            } => {
+                let mode = mode.unwrap_or(self.record.approval_mode);
+                let interactive = interactive.unwrap_or(self.record.interactive);
+                let verdict = crate::policy::check_tool(
+                    &self.deps.policy.engine(),
+                    &self.deps.registry,
+                    &tool_name,
+                    &args,
+                    mode,
+                    interactive,
+                    &self.allowlist,
+                );
+                let _ = reply.send(super::handle::PolicyCheck {
+                    verdict,
+                    mode,
+                    interactive,
+                });
+            }
             Command::Announce { payload } => {
                 self.emit(payload);
             }

@@ -13,9 +13,7 @@ use tokio::sync::oneshot;
 use super::SessionError;
 use super::actor::{Actor, Internal};
 use super::handle::CallAccepted;
-use crate::policy::{
-    Decision, PolicyInput, PolicyVerdict, SHELL_TOOL_NAME, SavedRule, split_command,
-};
+use crate::policy::{Decision, PolicyVerdict, SHELL_TOOL_NAME, SavedRule, split_command};
 use crate::scheduler::{Answer, CallError, CallErrorKind, Effect, Prepared, ToolCall};
 use crate::tools::{OutputSink, ToolError};
 use crate::wire;
@@ -214,16 +212,13 @@ impl Actor {
                 return self.apply(effects);
             }
         };
-        let engine = self.deps.policy.engine();
-        let verdict = engine.check_with_session(
-            &PolicyInput {
-                tool_name: &call.name,
-                args: &call.args,
-                server_name: tool.tool.source().server(),
-                tool_kind: tool.tool.kind(),
-                mode: self.record.approval_mode,
-                interactive: self.record.interactive,
-            },
+        let verdict = crate::policy::check_tool(
+            &self.deps.policy.engine(),
+            &self.deps.registry,
+            &call.name,
+            &call.args,
+            self.record.approval_mode,
+            self.record.interactive,
             &self.allowlist,
         );
         let decision = verdict.decision;

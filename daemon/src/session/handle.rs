@@ -25,6 +25,14 @@ pub struct Subscription {
     pub last_seq: u64,
 }
 
+/// A policy decision as a session would make it, with the mode and
+/// interactivity it used.
+pub struct PolicyCheck {
+    pub verdict: crate::policy::PolicyVerdict,
+    pub mode: ApprovalMode,
+    pub interactive: bool,
+}
+
 /// The answer to a `tool.call`.
 pub struct CallAccepted {
     pub call_id: String,
@@ -57,6 +65,14 @@ pub(super) enum Command {
     SetApprovalMode {
         mode: ApprovalMode,
         reply: oneshot::Sender<SessionRecord>,
+    },
+    /// Evaluate the policy as this session would (its allowlist included).
+    PolicyCheck {
+        tool_name: String,
+        args: Value,
+        mode: Option<ApprovalMode>,
+        interactive: Option<bool>,
+        reply: oneshot::Sender<PolicyCheck>,
     },
     /// Record a daemon-wide notice (a policy problem) in the session.
     Announce {
@@ -137,6 +153,23 @@ impl SessionHandle {
     ) -> Result<SessionRecord, SessionError> {
         self.ask(|reply| Command::SetApprovalMode { mode, reply })
             .await
+    }
+
+    pub async fn check_policy(
+        &self,
+        tool_name: String,
+        args: Value,
+        mode: Option<ApprovalMode>,
+        interactive: Option<bool>,
+    ) -> Result<PolicyCheck, SessionError> {
+        self.ask(|reply| Command::PolicyCheck {
+            tool_name,
+            args,
+            mode,
+            interactive,
+            reply,
+        })
+        .await
     }
 
     pub async fn stop(&self, reason: &str) -> Result<(), SessionError> {

@@ -8,7 +8,7 @@ mod manager;
 pub mod store;
 
 pub use actor::ActorDeps;
-pub use handle::{CallAccepted, Published, SessionHandle, Subscription};
+pub use handle::{CallAccepted, PolicyCheck, Published, SessionHandle, Subscription};
 pub use manager::{NewSession, SessionManager};
 pub use store::{SessionRecord, Store, StoreError};
 
