@@ -84,10 +84,12 @@ pub(super) struct Actor {
     commit_failed: bool,
 }
 
-/// Starts the actor for `record` and returns its handle. Calls left open
-/// by a previous run are marked interrupted first.
+/// Starts the actor for `record` and returns its handle. A `fresh` session
+/// starts its log with `sessionCreated`; a stored one first marks the calls a
+/// previous run left open as interrupted.
 pub fn spawn(
     record: SessionRecord,
+    fresh: bool,
     deps: ActorDeps,
     tracker: &TaskTracker,
     parent: &CancellationToken,
@@ -125,6 +127,16 @@ pub fn spawn(
         commit_failed: false,
     };
     tracker.spawn(async move {
+        if fresh {
+            actor.emit(EventPayload::SessionCreated {
+                cwd: actor.record.cwd.clone(),
+                approval_mode: wire::approval_mode(actor.record.approval_mode),
+                interactive: actor.record.interactive,
+                title: actor.record.title.clone(),
+            });
+            // The record goes into the same durable batch as its first event.
+            actor.pending.record = Some(actor.record.clone());
+        }
         actor.recover(interrupted);
         actor.commit().await;
         actor.run(commands_rx, internal_rx).await;

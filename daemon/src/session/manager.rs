@@ -72,9 +72,9 @@ impl SessionManager {
             interactive: new.interactive,
             created_at: crate::now_ms(),
         };
-        self.deps.store.put_session(&record)?;
-        let handle = self.start(record)?;
-        Ok(handle)
+        // The actor writes the record with its first event and flushes both
+        // before it answers anything, so a created session survives kill -9.
+        self.start(record, true)
     }
 
     /// The live handle of a session, starting its actor if needed.
@@ -93,17 +93,23 @@ impl SessionManager {
             .store
             .get_session(id)?
             .ok_or_else(|| SessionError::NotFound(id.to_owned()))?;
-        self.start(record)
+        self.start(record, false)
     }
 
-    fn start(&self, record: SessionRecord) -> Result<SessionHandle, SessionError> {
+    fn start(&self, record: SessionRecord, fresh: bool) -> Result<SessionHandle, SessionError> {
         let mut live = self.lock();
         // Another request may have started it meanwhile.
         if let Some(handle) = live.get(&record.id).filter(|h| !h.is_stopped()) {
             return Ok(handle.clone());
         }
         let id = record.id.clone();
-        let handle = actor::spawn(record, self.deps.clone(), &self.tracker, &self.cancel)?;
+        let handle = actor::spawn(
+            record,
+            fresh,
+            self.deps.clone(),
+            &self.tracker,
+            &self.cancel,
+        )?;
         live.insert(id, handle.clone());
         Ok(handle)
     }
@@ -140,6 +146,15 @@ impl SessionManager {
             handle.announce(geminid_protocol::event::EventPayload::Error {
                 message: message.clone(),
             });
+        }
+    }
+
+    /// Records `payload` in every loaded session (without waiting; a busy
+    /// session drops it). Used for daemon-wide news such as MCP server
+    /// status changes.
+    pub fn announce_payload(&self, payload: geminid_protocol::event::EventPayload) {
+        for handle in self.lock().values() {
+            handle.announce(payload.clone());
         }
     }
 
