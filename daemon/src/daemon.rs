@@ -7,6 +7,7 @@ use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::DaemonConfig;
+use crate::discovery::Discovery;
 use crate::policy::{LivePolicy, PolicyWatcher};
 use crate::session::{ActorDeps, SessionManager, Store, StoreError};
 use crate::tools::{self, ToolRegistry};
@@ -16,6 +17,8 @@ pub struct Daemon {
     pub sessions: SessionManager,
     pub registry: Arc<ToolRegistry>,
     pub policy: Arc<LivePolicy>,
+    /// MCP servers and the discovery command.
+    pub discovery: Arc<Discovery>,
     policy_watcher: Mutex<Option<PolicyWatcher>>,
     /// Fired to stop the daemon (signal, `daemon.shutdown`).
     pub shutdown: CancellationToken,
@@ -25,7 +28,8 @@ pub struct Daemon {
 
 impl Daemon {
     /// Opens the store and registers the built-in tools.
-    pub fn open(config: DaemonConfig) -> Result<Arc<Daemon>, StoreError> {
+    /// `shutdown` stops the daemon when fired (signals, `daemon.shutdown`).
+    pub fn open(config: DaemonConfig, shutdown: CancellationToken) -> Result<Arc<Daemon>, StoreError> {
         let store = Store::open(&config.data_dir)?;
         let registry = Arc::new(ToolRegistry::new());
         for tool in tools::builtin::all(&config) {
@@ -40,17 +44,43 @@ impl Daemon {
             policy: policy.clone(),
             max_parallel: config.max_parallel_calls,
         });
+        // Status changes go to the daemon's sessions, which exist only once
+        // the daemon does: the callback finds it through a late-set weak link.
+        let status_sink: Arc<Mutex<Option<std::sync::Weak<Daemon>>>> = Arc::new(Mutex::new(None));
+        let status_target = status_sink.clone();
+        let discovery = Discovery::new(
+            registry.clone(),
+            config.user_gemini_dir.join("settings.json"),
+            Arc::new(move |server: &str, status: &str, message: Option<&str>| {
+                let target = status_target.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                if let Some(daemon) = target.and_then(|w| w.upgrade()) {
+                    daemon.sessions.announce_payload(
+                        geminid_protocol::event::EventPayload::McpServerStatus {
+                            server: server.to_owned(),
+                            status: status.to_owned(),
+                            message: message.map(str::to_owned),
+                        },
+                    );
+                }
+            }),
+        );
         let daemon = Arc::new(Daemon {
             config,
             sessions,
             registry,
             policy,
+            discovery,
             policy_watcher: Mutex::new(None),
-            shutdown: CancellationToken::new(),
+            shutdown,
             started: Instant::now(),
             connections: AtomicU64::new(0),
         });
+        *status_sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::downgrade(&daemon));
         daemon.watch_policy();
+        // In the background: the socket is never delayed by MCP servers.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            daemon.discovery.start();
+        }
         Ok(daemon)
     }
 

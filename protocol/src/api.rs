@@ -8,6 +8,7 @@ use jsonrpsee::proc_macros::rpc;
 use serde_json::Value;
 
 use crate::event::SessionEvent;
+use crate::mcp::{CommandDiscoveryInfo, McpList, McpServerInfo};
 use crate::policy::{PolicyCheckResult, PolicyList};
 use crate::session::{Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SessionInfo};
 use crate::tool::{ConfirmResult, ConfirmationOutcome, ToolCallStarted, ToolInfo};
@@ -150,4 +151,23 @@ pub trait GeminidApi {
     /// and the problems of the last load.
     #[method(name = "policy.list", param_kind = map)]
     async fn list_policy(&self) -> RpcResult<PolicyList>;
+
+    /// `mcp.list`: every configured MCP server with its status, tools and
+    /// prompts, and the state of command-based discovery.
+    #[method(name = "mcp.list", param_kind = map)]
+    async fn list_mcp(&self) -> RpcResult<McpList>;
+
+    /// `mcp.restart {name}`: drops the server's connection (killing a stdio
+    /// server) and connects again at once. Answers when the attempt ended.
+    #[method(name = "mcp.restart", param_kind = map)]
+    async fn restart_mcp(&self, name: String) -> RpcResult<McpServerInfo>;
+
+    /// `tool.rediscover {sessionId?}`: runs `tools.discoveryCommand` again
+    /// (in the session's workspace root, else the daemon's directory) and
+    /// replaces the previously discovered tools.
+    #[method(name = "tool.rediscover", param_kind = map)]
+    async fn rediscover_tools(
+        &self,
+        #[argument(rename = "sessionId")] session_id: Option<String>,
+    ) -> RpcResult<CommandDiscoveryInfo>;
 }

@@ -67,6 +67,14 @@ pub enum EventPayload {
     /// Something went wrong that is not tied to one call.
     #[serde(rename_all = "camelCase")]
     Error { message: String },
+    /// An MCP server's connection changed (`connecting`, `connected`,
+    /// `disconnected`). Announced to every loaded session.
+    #[serde(rename_all = "camelCase")]
+    McpServerStatus {
+        server: String,
+        status: String,
+        message: Option<String>,
+    },
 }
 
 /// The final notification of a subscription the daemon ends itself (the

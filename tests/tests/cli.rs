@@ -113,7 +113,8 @@ fn daemon_start_and_stop_on_a_fresh_socket() {
     assert!(data.exists(), "the data dir was passed on");
 
     let (code, out, err) = check(gemctl(&["daemon", "stop"]));
-    assert_eq!(code, 0, "{out}{err}");
+    let log = std::fs::read_to_string(base.join("run2/other.sock.log")).unwrap_or_default();
+    assert_eq!(code, 0, "{out}{err}\ndaemon log:\n{log}");
     assert!(gone(pid), "geminid {pid} still runs after `daemon stop`");
     let (code, _, _) = check(gemctl(&["daemon", "status"]));
     assert_eq!(code, 69, "nothing answers any more");
@@ -292,7 +293,13 @@ async fn attach_replays_the_history() {
     let lines = read_lines(d.gemctl(&["attach", &session, "--no-confirm"]), |l| {
         l.contains(&call) && l.contains("success")
     });
-    assert!(lines[0].contains(&call), "{lines:#?}");
+    assert!(lines[0].contains("session created"), "{lines:#?}");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.contains(&call) && l.contains("executing")),
+        "{lines:#?}"
+    );
 
     let lines = read_lines(
         d.gemctl(&["--json", "attach", &session, "--no-confirm"]),

@@ -274,6 +274,7 @@ fn session_events_arrive_as_session_event_notifications() {
             break;
         }
     }
+    assert_eq!(events[0]["type"], json!("sessionCreated"), "{}", events[0]);
 }
 
 #[test]

@@ -46,6 +46,13 @@ fn a_stdlib_python_client_lists_a_directory_and_follows_events() {
     let events = out["events"].as_array().expect("events");
     let seqs: Vec<u64> = events.iter().filter_map(|e| e["seq"].as_u64()).collect();
     assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+    assert_eq!(
+        events[0]["type"],
+        json!("sessionCreated"),
+        "{:?}",
+        events[0]
+    );
+    assert_eq!(events[0]["title"], json!("from python"));
     let states: Vec<&str> = events
         .iter()
         .filter(|e| e["type"] == json!("toolCall"))

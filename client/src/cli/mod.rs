@@ -8,6 +8,7 @@ mod attach;
 mod call;
 mod confirm;
 mod daemon;
+mod mcp;
 mod policy;
 mod render;
 mod session;
@@ -64,6 +65,9 @@ enum Command {
     /// Explain policy decisions
     #[command(subcommand)]
     Policy(policy::PolicyCommand),
+    /// MCP servers and tool discovery (list, restart, rediscover, probe)
+    #[command(subcommand)]
+    Mcp(mcp::McpCommand),
     /// List the tools the daemon offers
     Tools {
         /// Check the session exists (tools are the same for every session today)
@@ -182,6 +186,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> Outcome {
         Command::Daemon(cmd) => daemon::run(ctx, cmd).await,
         Command::Session(cmd) => session::run(ctx, cmd).await,
         Command::Policy(cmd) => policy::run(ctx, cmd).await,
+        Command::Mcp(cmd) => mcp::run(ctx, cmd).await,
         Command::Tools { session } => call::tools(ctx, session).await,
         Command::Call {
             session,

@@ -168,6 +168,14 @@ pub fn event_line(event: &SessionEvent) -> Option<String> {
             interrupted_calls.join(", ")
         ),
         EventPayload::Error { message } => format!("error: {message}"),
+        EventPayload::McpServerStatus {
+            server,
+            status,
+            message,
+        } => match message {
+            Some(message) => format!("mcp server {server}: {status} ({message})"),
+            None => format!("mcp server {server}: {status}"),
+        },
     };
     Some(format!("#{seq} {text}"))
 }

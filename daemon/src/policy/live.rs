@@ -269,5 +269,10 @@ fn settings_file_rules(path: &Path) -> Result<Option<Vec<PolicyRule>>, String> {
     for rule in &mut rules {
         rule.source.file = format!("{} ({})", path.display(), rule.source.file);
     }
+    // `mcpServers.NAME.trust` allows that server's tools without asking.
+    rules.extend(crate::discovery::trust_rules(
+        &value,
+        &path.display().to_string(),
+    ));
     Ok(Some(rules))
 }

@@ -2,6 +2,7 @@
 //! the protocol types; handlers translate, call into sessions, translate back.
 
 mod error;
+mod mcp;
 mod policy;
 mod subscribe;
 
@@ -10,6 +11,7 @@ use std::sync::Arc;
 use geminid_protocol::PROTOCOL_VERSION;
 use geminid_protocol::api::GeminidApiServer;
 use geminid_protocol::error as code;
+use geminid_protocol::mcp::{CommandDiscoveryInfo, McpList, McpServerInfo};
 use geminid_protocol::policy::{PolicyCheckResult, PolicyList};
 use geminid_protocol::session::{
     Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SessionInfo,
@@ -112,7 +114,12 @@ impl GeminidApiServer for RpcHandler {
                 interactive: interactive.unwrap_or(true),
             })
             .await?;
-        self.info(&handle).await
+        let info = self.info(&handle).await?;
+        // The workspace layer's MCP servers start with its first session.
+        self.daemon
+            .discovery
+            .workspace_opened(std::path::Path::new(&info.cwd));
+        Ok(info)
     }
 
     async fn list_sessions(&self) -> RpcResult<Vec<SessionInfo>> {
@@ -266,5 +273,17 @@ impl GeminidApiServer for RpcHandler {
 
     async fn list_policy(&self) -> RpcResult<PolicyList> {
         Ok(policy::list(&self.daemon))
+    }
+
+    async fn list_mcp(&self) -> RpcResult<McpList> {
+        Ok(mcp::list(&self.daemon))
+    }
+
+    async fn restart_mcp(&self, name: String) -> RpcResult<McpServerInfo> {
+        mcp::restart(&self.daemon, &name).await
+    }
+
+    async fn rediscover_tools(&self, session_id: Option<String>) -> RpcResult<CommandDiscoveryInfo> {
+        mcp::rediscover(&self.daemon, session_id).await
     }
 }

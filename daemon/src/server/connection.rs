@@ -21,11 +21,13 @@ use tokio::io::{AsyncWriteExt, BufWriter};
 use tokio::net::UnixStream;
 use tokio::net::unix::OwnedWriteHalf;
 use tokio::sync::mpsc;
-use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::framing::{Frame, LineFramer};
 use crate::rpc::ConnectionContext;
+use std::time::Duration;
 
 /// Subscriptions one connection may hold at once.
 const MAX_SUBSCRIPTIONS: u32 = 1024;
@@ -39,21 +41,28 @@ pub struct Connection {
     pub shutdown: CancellationToken,
 }
 
+/// How long answers to requests already read may take once the connection
+/// is closing (client EOF or daemon shutdown).
+const CLOSE_GRACE: Duration = Duration::from_secs(5);
+
 impl Connection {
     pub async fn serve(self, stream: UnixStream) {
         let (read, write) = stream.into_split();
         let (tx, rx) = mpsc::channel::<Box<RawValue>>(OUTBOUND_QUEUE);
         let sink = MethodSink::new_with_limit(tx, MAX_RESPONSE_BYTES as u32);
-        let disconnect = self.shutdown.child_token();
+        // `kill` drops the client at once (it stopped reading); `close` lets
+        // the writer drain what is queued and end.
+        let kill = CancellationToken::new();
+        let close = CancellationToken::new();
         let requests = TaskTracker::new();
-        let writer = tokio::spawn(write_loop(write, rx, disconnect.clone()));
+        let writer = tokio::spawn(write_loop(write, rx, kill.clone(), close.clone()));
 
         let mut extensions = Extensions::new();
         extensions.insert(ConnectionId(self.id as usize));
         extensions.insert(ConnectionContext {
             id: self.id,
             sink: sink.clone(),
-            disconnect: disconnect.clone(),
+            disconnect: kill.clone(),
         });
         let mut state = State {
             methods: self.methods,
@@ -64,17 +73,17 @@ impl Connection {
             initialized: false,
             requests: requests.clone(),
         };
-        let mut lines = FramedRead::new(read, LinesCodec::new_with_max_length(MAX_LINE_BYTES));
+        let mut frames = FramedRead::new(read, LineFramer::new(MAX_LINE_BYTES));
         loop {
-            let line = tokio::select! {
-                () = disconnect.cancelled() => break,
-                line = lines.next() => line,
+            let frame = tokio::select! {
+                () = kill.cancelled() => break,
+                () = self.shutdown.cancelled() => break,
+                frame = frames.next() => frame,
             };
-            match line {
+            match frame {
                 None => break,
-                Some(Ok(line)) => state.handle_line(&line).await,
-                Some(Err(LinesCodecError::MaxLineLengthExceeded)) => {
-                    // The codec discards the rest of the line by itself.
+                Some(Ok(Frame::Line(line))) => state.handle_line(&line).await,
+                Some(Ok(Frame::TooLong)) => {
                     state
                         .reply_error(
                             Id::Null,
@@ -83,21 +92,36 @@ impl Connection {
                         )
                         .await;
                 }
-                Some(Err(LinesCodecError::Io(e))) => {
+                Some(Ok(Frame::NotUtf8)) => {
+                    state
+                        .reply_error(
+                            Id::Null,
+                            code::PARSE_ERROR,
+                            "parse error: the line is not UTF-8",
+                        )
+                        .await;
+                }
+                Some(Err(e)) => {
                     tracing::debug!(conn = self.id, error = %e, "read failed");
                     break;
                 }
             }
         }
-        // Let answers to requests already read go out, then stop writing.
+        // Answers to requests already read still go out (bounded), then the
+        // writer drains its queue and the connection ends.
         requests.close();
         tokio::select! {
             () = requests.wait() => {}
-            () = disconnect.cancelled() => {}
+            () = kill.cancelled() => {}
+            () = tokio::time::sleep(CLOSE_GRACE) => {
+                tracing::warn!(conn = self.id, "requests still running at close; dropping their answers");
+            }
         }
         drop(state);
-        disconnect.cancel();
-        let _ = writer.await;
+        close.cancel();
+        if tokio::time::timeout(CLOSE_GRACE, writer).await.is_err() {
+            kill.cancel();
+        }
     }
 }
 
@@ -120,7 +144,15 @@ impl State {
         let request: Request<'_> = match serde_json::from_str(line) {
             Ok(request) => request,
             Err(e) => {
-                let (code, id) = classify_bad_line(line);
+                let (code, id) = match classify_bad_line(line) {
+                    BadLine::Notification => {
+                        // JSON-RPC: notifications are never answered, and we
+                        // define none that clients send.
+                        tracing::debug!("ignored a notification");
+                        return;
+                    }
+                    BadLine::Error(code, id) => (code, id),
+                };
                 let message = match code {
                     code::PARSE_ERROR => format!("parse error: {e}"),
                     _ => format!("invalid JSON-RPC request: {e}"),
@@ -128,6 +160,7 @@ impl State {
                 return self.reply_error(id, code, message).await;
             }
         };
+        let params_text = request.params.as_ref().map(|p| p.get().to_owned());
         let method = request.method_name().to_owned();
         let id = request.id.clone().into_owned();
         let is_initialize = method == "daemon.initialize";
@@ -163,7 +196,7 @@ impl State {
         match callback.clone() {
             MethodCallback::Sync(cb) => {
                 let response = cb(id, params, MAX_RESPONSE_BYTES, ext);
-                self.send(response).await;
+                send_response(&self.sink, response, params_text.as_deref()).await;
             }
             MethodCallback::Async(cb) => {
                 let conn_id = self.conn_id;
@@ -172,13 +205,13 @@ impl State {
                     // The handshake is answered in order, before anything else.
                     let response = future.await;
                     self.initialized = response.is_success();
-                    self.send(response).await;
+                    send_response(&self.sink, response, params_text.as_deref()).await;
                 } else {
                     // Other calls (some wait for a tool) must not hold up the
                     // connection's next requests.
                     let sink = self.sink.clone();
                     self.requests.spawn(async move {
-                        send_response(&sink, future.await).await;
+                        send_response(&sink, future.await, params_text.as_deref()).await;
                     });
                 }
             }
@@ -203,41 +236,70 @@ impl State {
                 // Accepted and rejected subscriptions were answered through
                 // the sink already; anything else was not.
                 if !response.is_subscription() {
-                    self.send(response).await;
+                    send_response(&self.sink, response, params_text.as_deref()).await;
                 }
             }
             MethodCallback::Unsubscription(cb) => {
                 let response = cb(id, params, self.conn_id, MAX_RESPONSE_BYTES, ext);
-                self.send(response).await;
+                send_response(&self.sink, response, params_text.as_deref()).await;
             }
         }
     }
 
-    async fn send(&self, response: MethodResponse) {
-        send_response(&self.sink, response).await;
-    }
-
     async fn reply_error(&self, id: Id<'_>, code: i32, message: impl Into<String>) {
         let error = ErrorObjectOwned::owned(code, message.into(), None::<()>);
-        self.send(MethodResponse::error(id, error)).await;
+        send_response(&self.sink, MethodResponse::error(id, error), None).await;
     }
 }
 
-async fn send_response(sink: &MethodSink, response: MethodResponse) {
+/// Sends a response; an invalid-params error first gets a message that
+/// names the field (from the request's `params` text).
+async fn send_response(sink: &MethodSink, response: MethodResponse, params: Option<&str>) {
     let is_success = response.is_success();
-    let (json, notify, _) = response.into_parts();
+    let (mut json, notify, _) = response.into_parts();
+    if !is_success {
+        json = explain_invalid_params(json, params);
+    }
     let _ = sink.send(json).await;
     if let Some(notify) = notify {
         notify.notify(is_success);
     }
 }
 
-/// For a line that is not a request: -32700 when it is not JSON at all,
-/// -32600 (with the request's id when it has one) when it is JSON.
-fn classify_bad_line(line: &str) -> (i32, Id<'static>) {
+fn explain_invalid_params(json: Box<RawValue>, params: Option<&str>) -> Box<RawValue> {
+    let Ok(mut value) = serde_json::from_str::<serde_json::Value>(json.get()) else {
+        return json;
+    };
+    match value.get_mut("error") {
+        Some(error) if error.get("code") == Some(&serde_json::json!(code::INVALID_PARAMS)) => {
+            super::invalid_params::name_the_field(error, params);
+            serde_json::value::to_raw_value(&value).unwrap_or(json)
+        }
+        Some(_) | None => json,
+    }
+}
+
+/// What a line that did not parse as a request is.
+enum BadLine {
+    /// A well-formed notification (no `id`): not answered.
+    Notification,
+    /// -32700 when it is not JSON at all, -32600 (with the request's id
+    /// when it has one) when it is JSON.
+    Error(i32, Id<'static>),
+}
+
+fn classify_bad_line(line: &str) -> BadLine {
     match serde_json::from_str::<serde_json::Value>(line) {
-        Err(_) => (code::PARSE_ERROR, Id::Null),
+        Err(_) => BadLine::Error(code::PARSE_ERROR, Id::Null),
         Ok(value) => {
+            let is_notification = value.get("jsonrpc") == Some(&serde_json::json!("2.0"))
+                && value
+                    .get("method")
+                    .is_some_and(serde_json::Value::is_string)
+                && value.get("id").is_none();
+            if is_notification {
+                return BadLine::Notification;
+            }
             let id = match value.get("id") {
                 Some(serde_json::Value::Number(n)) => {
                     n.as_u64().map(Id::Number).unwrap_or(Id::Null)
@@ -245,47 +307,45 @@ fn classify_bad_line(line: &str) -> (i32, Id<'static>) {
                 Some(serde_json::Value::String(s)) => Id::Str(s.clone().into()),
                 _ => Id::Null,
             };
-            (code::INVALID_REQUEST, id)
+            BadLine::Error(code::INVALID_REQUEST, id)
         }
     }
 }
 
 /// Drains the outbound queue onto the socket, flushing when it runs dry.
+/// Ends on `kill` at once, or on `close` once the queue is empty.
 async fn write_loop(
     write: OwnedWriteHalf,
     mut rx: mpsc::Receiver<Box<RawValue>>,
-    disconnect: CancellationToken,
+    kill: CancellationToken,
+    close: CancellationToken,
 ) {
     let mut out = BufWriter::with_capacity(64 * 1024, write);
     loop {
         let message = tokio::select! {
+            biased;
+            () = kill.cancelled() => return,
             message = rx.recv() => message,
-            () = disconnect.cancelled() => None,
+            () = close.cancelled() => None,
         };
         let Some(message) = message else {
             break;
         };
-        if write_line(&mut out, &message).await.is_err() {
-            break;
+        let mut written = write_line(&mut out, &message).await;
+        while written.is_ok()
+            && let Ok(message) = rx.try_recv()
+        {
+            written = write_line(&mut out, &message).await;
         }
-        while let Ok(message) = rx.try_recv() {
-            if write_line(&mut out, &message).await.is_err() {
-                disconnect.cancel();
-                return;
-            }
-        }
-        if out.flush().await.is_err() {
-            break;
-        }
-    }
-    // Whatever is queued when the connection ends goes out if it can.
-    while let Ok(message) = rx.try_recv() {
-        if write_line(&mut out, &message).await.is_err() {
-            break;
+        if written.is_err() || out.flush().await.is_err() {
+            // The client is gone: stop everything that writes to it.
+            kill.cancel();
+            return;
         }
     }
     let _ = out.flush().await;
-    disconnect.cancel();
+    let _ = out.shutdown().await;
+    kill.cancel();
 }
 
 async fn write_line(

@@ -5,6 +5,8 @@
 //! connections, exit 0.
 
 mod connection;
+mod framing;
+mod invalid_params;
 pub mod listener;
 
 use std::sync::Arc;
@@ -35,6 +37,10 @@ pub enum RunError {
 /// store), opens the daemon and serves until shutdown. Returns once
 /// everything is persisted.
 pub async fn run(mut config: DaemonConfig) -> Result<(), RunError> {
+    // Before the socket exists: a SIGTERM that arrives as soon as clients
+    // can connect must already mean an orderly stop.
+    let shutdown = CancellationToken::new();
+    spawn_signal_handler(shutdown.clone());
     let listening = match listener::from_systemd()? {
         Some(l) => {
             // Report where systemd actually listens, not our default.
@@ -50,7 +56,7 @@ pub async fn run(mut config: DaemonConfig) -> Result<(), RunError> {
         }
         None => listener::bind(&config.socket).await?,
     };
-    let daemon = Daemon::open(config)?;
+    let daemon = Daemon::open(config, shutdown)?;
     serve(daemon, listening).await
 }
 
@@ -64,8 +70,8 @@ pub async fn serve(daemon: Arc<Daemon>, listening: listener::Listening) -> Resul
     );
     // Harmless when not started by systemd.
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
-    spawn_signal_handler(daemon.shutdown.clone());
 
+    let checkpoints = spawn_checkpoints(daemon.sessions.store().clone());
     let connections_stop = CancellationToken::new();
     let connections = TaskTracker::new();
     let methods = rpc::methods(daemon.clone());
@@ -125,10 +131,16 @@ pub async fn serve(daemon: Arc<Daemon>, listening: listener::Listening) -> Resul
     }
     drop(listening);
     daemon.sessions.shutdown().await;
-    daemon.sessions.store().flush().await?;
+    // No MCP server process may outlive the daemon.
+    daemon.discovery.shutdown().await;
+    checkpoints.cancel();
+    let store = daemon.sessions.store().clone();
+    tokio::task::spawn_blocking(move || store.checkpoint())
+        .await
+        .map_err(|e| crate::session::StoreError::Io(format!("final checkpoint: {e}")))??;
     connections_stop.cancel();
     connections.close();
-    if tokio::time::timeout(Duration::from_secs(2), connections.wait())
+    if tokio::time::timeout(Duration::from_secs(6), connections.wait())
         .await
         .is_err()
     {
@@ -136,6 +148,30 @@ pub async fn serve(daemon: Arc<Daemon>, listening: listener::Listening) -> Resul
     }
     tracing::info!("geminid stopped");
     Ok(())
+}
+
+/// Flushes the store and cuts its write-ahead log every
+/// `CHECKPOINT_EVERY`, until cancelled.
+fn spawn_checkpoints(store: crate::session::Store) -> CancellationToken {
+    let stop = CancellationToken::new();
+    let stopped = stop.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(crate::session::CHECKPOINT_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = stopped.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            let store = store.clone();
+            match tokio::task::spawn_blocking(move || store.checkpoint()).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::error!(error = %e, "checkpoint failed; will retry"),
+                Err(e) => tracing::error!(error = %e, "checkpoint task failed"),
+            }
+        }
+    });
+    stop
 }
 
 /// Refuses peers running as another user (SO_PEERCRED).

@@ -138,7 +138,7 @@ pub fn spawn(
             actor.pending.record = Some(actor.record.clone());
         }
         actor.recover(interrupted);
-        actor.commit().await;
+        actor.commit();
         actor.run(commands_rx, internal_rx).await;
     });
     Ok(handle)
@@ -175,7 +175,7 @@ impl Actor {
                     Err(_) => break,
                 }
             }
-            self.commit().await;
+            self.commit();
         }
     }
 
@@ -297,7 +297,7 @@ impl Actor {
                 Ok(None) | Err(_) => break,
             }
         }
-        self.commit().await;
+        self.commit();
         self.tasks.close();
     }
 
@@ -385,16 +385,15 @@ impl Actor {
 
     /// Persists the pending batch, then broadcasts it and sends held-back
     /// replies. A store failure keeps the batch for the next commit.
-    async fn commit(&mut self) {
+    fn commit(&mut self) {
         let has_writes = !self.pending.events.is_empty()
             || !self.pending.open_calls.is_empty()
             || self.pending.record.is_some();
         if has_writes {
             let append = std::mem::take(&mut self.pending);
-            let persisted = match self.deps.store.append(&self.record.id, &append) {
-                Ok(()) => self.deps.store.flush().await,
-                Err(e) => Err(e),
-            };
+            // One write to the write-ahead log: durable against a crash of
+            // the daemon from here on (see wal.rs).
+            let persisted = self.deps.store.commit(&self.record.id, &append);
             if let Err(e) = persisted {
                 tracing::error!(session = %self.record.id, error = %e, "could not persist events; will retry");
                 // Nothing was emitted since the batch was taken, so putting

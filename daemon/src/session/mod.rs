@@ -6,11 +6,13 @@ mod driver;
 mod handle;
 mod manager;
 pub mod store;
+mod wal;
 
 pub use actor::ActorDeps;
 pub use handle::{CallAccepted, PolicyCheck, Published, SessionHandle, Subscription};
 pub use manager::{NewSession, SessionManager};
 pub use store::{SessionRecord, Store, StoreError};
+pub use wal::CHECKPOINT_EVERY;
 
 /// Failures of session operations, mapped to JSON-RPC errors in rpc/.
 #[derive(Debug, thiserror::Error)]

@@ -36,6 +36,8 @@ pub enum StoreError {
     },
     #[error("session id `{0}` is malformed (expected {SESSION_ID_LEN} hex characters)")]
     BadSessionId(String),
+    #[error("session store: {0}")]
+    Io(String),
 }
 
 /// What the store keeps about a session besides its events.
@@ -62,11 +64,12 @@ pub struct Append {
     pub record: Option<SessionRecord>,
 }
 
-/// The sled-backed store. Cheap to clone.
+/// The sled-backed store with its write-ahead log. Cheap to clone.
 #[derive(Clone)]
 pub struct Store {
     db: sled::Db,
     tree: sled::Tree,
+    wal: std::sync::Arc<super::wal::Wal>,
 }
 
 impl Store {
@@ -77,14 +80,42 @@ impl Store {
             // sled's default cache is 1 GiB; sessions are append-mostly and
             // replays read sequentially, so a small cache is enough.
             .cache_capacity(8 * 1024 * 1024)
-            .flush_every_ms(Some(500))
+            // Checkpoints flush; sled's own timer would only add wakeups.
+            .flush_every_ms(None)
             .open()
             .map_err(|source| StoreError::Open {
                 path: dir.display().to_string(),
                 source,
             })?;
         let tree = db.open_tree("geminid")?;
-        Ok(Store { db, tree })
+        let (wal, replayed) =
+            super::wal::Wal::open(dir, &|id, append| apply(&tree, id, append), &|| {
+                db.flush().map(drop).map_err(StoreError::from)
+            })?;
+        if replayed > 0 {
+            tracing::info!(
+                batches = replayed,
+                "replayed the write-ahead log after an unclean stop"
+            );
+        }
+        Ok(Store {
+            db,
+            tree,
+            wal: std::sync::Arc::new(wal),
+        })
+    }
+
+    /// Applies `append` and logs it: once this returns, the batch survives
+    /// a crash of the daemon (see `wal.rs`).
+    pub fn commit(&self, id: &str, append: &Append) -> Result<(), StoreError> {
+        self.append(id, append)?;
+        self.wal.append(id, append)
+    }
+
+    /// Flushes sled and cuts the write-ahead log (blocking: run it off the
+    /// async workers).
+    pub fn checkpoint(&self) -> Result<(), StoreError> {
+        self.wal.checkpoint(&|| self.flush_blocking())
     }
 
     pub fn put_session(&self, record: &SessionRecord) -> Result<(), StoreError> {
@@ -129,30 +160,10 @@ impl Store {
         Ok(())
     }
 
-    /// Applies one append atomically (not yet durable: see [`Store::flush`]).
+    /// Applies one append atomically to sled only (not durable until a
+    /// flush; [`Store::commit`] also logs it).
     pub fn append(&self, id: &str, append: &Append) -> Result<(), StoreError> {
-        check_id(id)?;
-        let mut batch = sled::Batch::default();
-        if let Some(record) = &append.record {
-            let value = serde_json::to_vec(record).map_err(|source| StoreError::Corrupt {
-                key: id.to_owned(),
-                source,
-            })?;
-            batch.insert(record_key(id), value);
-        }
-        for (seq, json) in &append.events {
-            batch.insert(event_key(id, *seq), json.get().as_bytes());
-        }
-        for (call_id, open) in &append.open_calls {
-            let mut key = prefixed(b'o', id);
-            key.extend_from_slice(call_id.as_bytes());
-            match open {
-                Some(saved) => batch.insert(key, saved.as_slice()),
-                None => batch.remove(key),
-            }
-        }
-        self.tree.apply_batch(batch)?;
-        Ok(())
+        apply(&self.tree, id, append)
     }
 
     /// Events with `since < seq <= upto`, in order.
@@ -224,6 +235,32 @@ impl Store {
         self.db.flush()?;
         Ok(())
     }
+}
+
+/// One append as one sled batch.
+fn apply(tree: &sled::Tree, id: &str, append: &Append) -> Result<(), StoreError> {
+    check_id(id)?;
+    let mut batch = sled::Batch::default();
+    if let Some(record) = &append.record {
+        let value = serde_json::to_vec(record).map_err(|source| StoreError::Corrupt {
+            key: id.to_owned(),
+            source,
+        })?;
+        batch.insert(record_key(id), value);
+    }
+    for (seq, json) in &append.events {
+        batch.insert(event_key(id, *seq), json.get().as_bytes());
+    }
+    for (call_id, open) in &append.open_calls {
+        let mut key = prefixed(b'o', id);
+        key.extend_from_slice(call_id.as_bytes());
+        match open {
+            Some(saved) => batch.insert(key, saved.as_slice()),
+            None => batch.remove(key),
+        }
+    }
+    tree.apply_batch(batch)?;
+    Ok(())
 }
 
 fn check_id(id: &str) -> Result<(), StoreError> {

@@ -3,6 +3,7 @@
 
 pub mod builtin;
 pub mod contract;
+pub mod declarations;
 pub mod path;
 pub mod registry;
 pub mod schema;

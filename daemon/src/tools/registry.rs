@@ -5,7 +5,7 @@ use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
 
-use super::contract::{Tool, ToolContext, ToolError, ToolInvocation};
+use super::contract::{Tool, ToolContext, ToolError, ToolInvocation, ToolSource};
 use super::schema::ArgsValidator;
 
 /// A tool with its compiled argument validator.
@@ -31,6 +31,9 @@ impl RegisteredTool {
 #[derive(Default)]
 pub struct ToolRegistry {
     tools: RwLock<BTreeMap<String, RegisteredTool>>,
+    /// Extra names that reach a registered tool without being listed (an
+    /// MCP tool registered under its bare name is also `server__tool`).
+    aliases: RwLock<BTreeMap<String, String>>,
 }
 
 impl ToolRegistry {
@@ -51,11 +54,55 @@ impl ToolRegistry {
     }
 
     pub fn get(&self, name: &str) -> Option<RegisteredTool> {
-        self.tools
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(name)
-            .cloned()
+        let tools = self.tools.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(tool) = tools.get(name) {
+            return Some(tool.clone());
+        }
+        let aliases = self.aliases.read().unwrap_or_else(|e| e.into_inner());
+        aliases.get(name).and_then(|target| tools.get(target)).cloned()
+    }
+
+    /// Replaces, in one step, every tool whose source satisfies `owned` (and
+    /// the aliases pointing at them) with `tools` and `aliases` (`alias ->
+    /// name`). Callers never see a half-replaced set. Returns the problems
+    /// (a schema that does not compile); those tools are left out.
+    pub fn replace_by_source(
+        &self,
+        owned: impl Fn(&ToolSource) -> bool,
+        tools: Vec<Arc<dyn Tool>>,
+        aliases: Vec<(String, String)>,
+    ) -> Vec<String> {
+        let mut problems = Vec::new();
+        let mut compiled = Vec::new();
+        for tool in tools {
+            match ArgsValidator::new(tool.name(), tool.parameter_schema()) {
+                Ok(validator) => compiled.push(RegisteredTool {
+                    tool,
+                    validator: Arc::new(validator),
+                }),
+                Err(e) => problems.push(format!("{}: {e}", tool.name())),
+            }
+        }
+        let mut map = self.tools.write().unwrap_or_else(|e| e.into_inner());
+        let mut alias_map = self.aliases.write().unwrap_or_else(|e| e.into_inner());
+        let removed: Vec<String> = map
+            .iter()
+            .filter(|(_, t)| owned(&t.tool.source()))
+            .map(|(name, _)| name.clone())
+            .collect();
+        for name in &removed {
+            map.remove(name);
+        }
+        alias_map.retain(|_, target| !removed.contains(target));
+        for tool in compiled {
+            map.insert(tool.tool.name().to_owned(), tool);
+        }
+        for (alias, target) in aliases {
+            if !map.contains_key(&alias) && map.contains_key(&target) {
+                alias_map.insert(alias, target);
+            }
+        }
+        problems
     }
 
     /// Every tool, sorted by name.

@@ -30,6 +30,7 @@ mod shell_proc;
 pub mod walk;
 pub mod web_fetch;
 pub mod web_fetch_http;
+pub mod web_search;
 pub mod write_file;
 
 #[cfg(test)]
@@ -44,7 +45,7 @@ pub use write_file::WriteFileTool;
 
 /// Every built-in tool, configured for this daemon.
 pub fn all(config: &crate::config::DaemonConfig) -> Vec<Arc<dyn Tool>> {
-    vec![
+    let mut tools: Vec<Arc<dyn Tool>> = vec![
         Arc::new(SaveMemoryTool::new(
             config.user_gemini_dir.join("GEMINI.md"),
         )),
@@ -60,7 +61,12 @@ pub fn all(config: &crate::config::DaemonConfig) -> Vec<Arc<dyn Tool>> {
         Arc::new(grep::GrepTool::default()),
         Arc::new(glob::GlobTool::default()),
         Arc::new(web_fetch::WebFetchTool::default()),
-    ]
+    ];
+    // Needs the Gemini API: only with an API key.
+    if let Some(search) = web_search::WebSearchConfig::from_gemini(&config.gemini) {
+        tools.push(Arc::new(web_search::WebSearchTool::new(search)));
+    }
+    tools
 }
 
 #[cfg(test)]
@@ -71,7 +77,9 @@ mod tests {
     /// properties with descriptions, and every name is unique.
     #[test]
     fn schemas_are_well_formed() {
-        let tools = all(&crate::config::DaemonConfig::from_env());
+        let mut config = crate::config::DaemonConfig::from_env();
+        config.gemini.api_key = Some("k".to_owned());
+        let tools = all(&config);
         let mut names = std::collections::HashSet::new();
         for t in &tools {
             assert!(names.insert(t.name().to_owned()), "duplicate {}", t.name());
@@ -85,6 +93,11 @@ mod tests {
                 assert!(props.contains_key(r.as_str().unwrap()), "{}: {r}", t.name());
             }
         }
-        assert_eq!(names.len(), 10);
+        assert_eq!(names.len(), 11);
+        assert!(names.contains("google_web_search"));
+        config.gemini.api_key = None;
+        let without: Vec<_> = all(&config).iter().map(|t| t.name().to_owned()).collect();
+        assert_eq!(without.len(), 10);
+        assert!(!without.iter().any(|n| n == "google_web_search"));
     }
 }

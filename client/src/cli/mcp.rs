@@ -1,0 +1,171 @@
+//! `gemctl mcp`: MCP servers and tool discovery.
+//!
+//! `probe` does not talk to the daemon: it runs the daemon library's MCP
+//! client in this process (`geminid::discovery::mcp::probe`), so it tests
+//! exactly the code the daemon uses.
+
+use clap::Subcommand;
+use geminid_protocol::api::GeminidApiClient;
+
+use super::{Ctx, Failure, Outcome, exit, print_json};
+
+#[derive(Subcommand)]
+pub enum McpCommand {
+    /// List the MCP servers with their status, tools and prompts
+    List,
+    /// Reconnect one MCP server now
+    Restart { name: String },
+    /// Run `tools.discoveryCommand` again and replace the discovered tools
+    Rediscover {
+        /// Run it in this session's workspace root
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// One-shot: connect to a server, list its tools, optionally call one
+    #[command(
+        after_help = "TARGET is a URL (ending in /sse: legacy SSE, else streamable HTTP) or a command line.\n\nExamples:\n  gemctl mcp probe http://127.0.0.1:3001/mcp\n  gemctl mcp probe --call echo --args '{\"message\":\"hi\"}' -- npx mcp-server-everything"
+    )]
+    Probe {
+        /// Call this tool after listing
+        #[arg(long)]
+        call: Option<String>,
+        /// The call's arguments as a JSON object
+        #[arg(long)]
+        args: Option<String>,
+        /// An HTTP header NAME:VALUE (repeatable)
+        #[arg(long = "header")]
+        headers: Vec<String>,
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        target: Vec<String>,
+    },
+}
+
+pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
+    match cmd {
+        McpCommand::List => list(ctx).await,
+        McpCommand::Restart { name } => {
+            let client = ctx.connect().await?;
+            let info = client.restart_mcp(name).await?;
+            if ctx.json {
+                return print_json(&info);
+            }
+            let message = info.message.map(|m| format!(" ({m})")).unwrap_or_default();
+            println!("{}: {}{message}", info.name, info.status);
+            Ok(if info.status == "connected" {
+                exit::OK
+            } else {
+                exit::FAILED
+            })
+        }
+        McpCommand::Rediscover { session } => {
+            let client = ctx.connect().await?;
+            let info = client.rediscover_tools(session).await?;
+            if ctx.json {
+                return print_json(&info);
+            }
+            println!("discovered: {}", info.tools.join(", "));
+            for problem in &info.problems {
+                println!("problem: {problem}");
+            }
+            Ok(exit::OK)
+        }
+        McpCommand::Probe {
+            call,
+            args,
+            headers,
+            target,
+        } => probe(ctx, call, args, headers, target).await,
+    }
+}
+
+async fn list(ctx: &Ctx) -> Outcome {
+    let client = ctx.connect().await?;
+    let list = client.list_mcp().await?;
+    if ctx.json {
+        return print_json(&list);
+    }
+    println!("discovery: {}", list.discovery_state);
+    for s in &list.servers {
+        let trust = if s.trusted { " trusted" } else { "" };
+        let message = s
+            .message
+            .as_ref()
+            .map(|m| format!(" ({m})"))
+            .unwrap_or_default();
+        println!(
+            "{} [{} {}{trust}] {}{message}",
+            s.name, s.transport, s.scope, s.status
+        );
+        if !s.tools.is_empty() {
+            println!("  tools: {}", s.tools.join(", "));
+        }
+        if !s.prompts.is_empty() {
+            let prompts: Vec<&str> = s.prompts.iter().map(|p| p.name.as_str()).collect();
+            println!("  prompts: {}", prompts.join(", "));
+        }
+    }
+    if let Some(c) = &list.command {
+        println!(
+            "discovery command `{}`: {}",
+            c.discovery_command,
+            c.tools.join(", ")
+        );
+        for problem in &c.problems {
+            println!("  problem: {problem}");
+        }
+    }
+    Ok(exit::OK)
+}
+
+async fn probe(
+    ctx: &Ctx,
+    call: Option<String>,
+    args: Option<String>,
+    headers: Vec<String>,
+    target: Vec<String>,
+) -> Outcome {
+    use geminid::discovery::mcp::probe::{ProbeRequest, probe};
+    let mut header_map = std::collections::BTreeMap::new();
+    for h in headers {
+        let Some((k, v)) = h.split_once(':') else {
+            return Err(Failure::new(
+                exit::USAGE,
+                format!("bad header {h:?}: want NAME:VALUE"),
+            ));
+        };
+        header_map.insert(k.trim().to_owned(), v.trim().to_owned());
+    }
+    let report = probe(ProbeRequest {
+        target,
+        call,
+        args,
+        headers: header_map,
+    })
+    .await
+    .map_err(|e| Failure::new(exit::FAILED, e.to_string()))?;
+    if ctx.json {
+        return print_json(&serde_json::json!({
+            "server": report.server,
+            "tools": report.tools,
+            "result": report.result,
+        }));
+    }
+    if let Some(name) = report
+        .server
+        .as_ref()
+        .and_then(|s| s.pointer("/serverInfo/name"))
+        .and_then(|v| v.as_str())
+    {
+        println!("server: {name}");
+    }
+    let names: Vec<&str> = report
+        .tools
+        .iter()
+        .filter_map(|t| t.get("name").and_then(|n| n.as_str()))
+        .collect();
+    println!("tools: {}", names.join(", "));
+    if let Some(result) = &report.result {
+        println!("{result}");
+    }
+    Ok(exit::OK)
+}

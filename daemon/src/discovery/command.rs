@@ -1,0 +1,412 @@
+//! Command-based discovery (seed 000 section 3.3.2): `tools.discoveryCommand`
+//! prints function declarations; each becomes a tool whose call runs
+//! `tools.callCommand NAME` with the JSON arguments on stdin.
+//!
+//! Both commands run through `sh -c` in their own process group, which is
+//! killed as a whole on timeout or cancellation.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_util::sync::CancellationToken;
+
+use super::schema;
+use crate::tools::{
+    ConfirmationDetails, OutputSink, Tool, ToolContext, ToolError, ToolErrorKind, ToolInvocation,
+    ToolKind, ToolLocation, ToolResult, ToolSource,
+};
+
+/// How long the discovery command may run.
+pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long one call may run.
+pub const CALL_TIMEOUT: Duration = Duration::from_secs(600);
+
+#[derive(Debug, thiserror::Error)]
+pub enum DiscoveryError {
+    #[error("cannot run the discovery command: {0}")]
+    Spawn(std::io::Error),
+    #[error("the discovery command did not finish within {0:?} and was killed")]
+    Timeout(Duration),
+    #[error("the discovery command failed ({status}): {stderr}")]
+    Failed { status: String, stderr: String },
+    #[error("the discovery command's output is not JSON: {0}")]
+    NotJson(String),
+    #[error(
+        "the discovery command's output must be an array of function declarations or {{\"functionDeclarations\": [...]}}"
+    )]
+    Shape,
+}
+
+/// What one run of a command printed and how it ended.
+pub struct Finished {
+    pub stdout: String,
+    pub stderr: String,
+    pub code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub cancelled: bool,
+}
+
+/// Runs `sh -c script` (plus `args` as `$1`...) in `cwd` in a new process
+/// group, with `stdin` written and closed, until exit, `timeout` or `cancel`.
+pub async fn run(
+    script: &str,
+    args: &[&str],
+    cwd: &Path,
+    stdin: &[u8],
+    timeout: Duration,
+    cancel: &CancellationToken,
+) -> std::io::Result<Finished> {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = tokio::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .arg("sh")
+        .args(args)
+        .current_dir(cwd)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true)
+        .spawn()?;
+    let group = child
+        .id()
+        .and_then(|id| rustix::process::Pid::from_raw(id as i32));
+    let kill_group = || {
+        if let Some(pid) = group {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    };
+    let mut input = child.stdin.take();
+    let mut out = child.stdout.take();
+    let mut err = child.stderr.take();
+    let data = stdin.to_vec();
+    let io = async move {
+        if let Some(mut input) = input.take() {
+            // A command that does not read its stdin is not an error.
+            let _ = input.write_all(&data).await;
+        }
+        let (mut o, mut e) = (Vec::new(), Vec::new());
+        let read_out = async {
+            if let Some(out) = out.as_mut() {
+                let _ = out.read_to_end(&mut o).await;
+            }
+        };
+        let read_err = async {
+            if let Some(err) = err.as_mut() {
+                let _ = err.read_to_end(&mut e).await;
+            }
+        };
+        tokio::join!(read_out, read_err);
+        (o, e)
+    };
+    let (mut timed_out, mut cancelled) = (false, false);
+    let finished = {
+        let work = async { tokio::join!(io, child.wait()) };
+        tokio::select! {
+            done = work => Some(done),
+            () = tokio::time::sleep(timeout) => { timed_out = true; None }
+            () = cancel.cancelled() => { cancelled = true; None }
+        }
+    };
+    let ((o, e), status) = match finished {
+        Some(done) => done,
+        None => {
+            kill_group();
+            ((Vec::new(), Vec::new()), child.wait().await)
+        }
+    };
+    // Whatever the command left behind in its group goes too.
+    kill_group();
+    let status = status?;
+    Ok(Finished {
+        stdout: String::from_utf8_lossy(&o).into_owned(),
+        stderr: String::from_utf8_lossy(&e).into_owned(),
+        code: status.code(),
+        signal: status.signal(),
+        timed_out,
+        cancelled,
+    })
+}
+
+/// One discovered declaration.
+#[derive(Debug, Clone)]
+pub struct Declaration {
+    pub name: String,
+    pub description: String,
+    pub schema: Value,
+}
+
+/// Parses discovery output: declarations, and problems with entries that
+/// were skipped (no name, duplicate name).
+pub fn parse(stdout: &str) -> Result<(Vec<Declaration>, Vec<String>), DiscoveryError> {
+    let value: Value =
+        serde_json::from_str(stdout.trim()).map_err(|e| DiscoveryError::NotJson(e.to_string()))?;
+    let mut raw = Vec::new();
+    let mut collect = |items: &[Value]| {
+        for item in items {
+            match item
+                .get("functionDeclarations")
+                .or_else(|| item.get("function_declarations"))
+                .and_then(Value::as_array)
+            {
+                Some(nested) => raw.extend(nested.iter().cloned()),
+                None => raw.push(item.clone()),
+            }
+        }
+    };
+    match &value {
+        Value::Array(items) => collect(items),
+        Value::Object(_) => match value.get("functionDeclarations").and_then(Value::as_array) {
+            Some(items) => collect(items),
+            None => return Err(DiscoveryError::Shape),
+        },
+        _ => return Err(DiscoveryError::Shape),
+    }
+    let mut seen = BTreeSet::new();
+    let mut problems = Vec::new();
+    let mut out = Vec::new();
+    for (i, item) in raw.iter().enumerate() {
+        let Some(name) = item
+            .get("name")
+            .and_then(Value::as_str)
+            .filter(|n| !n.is_empty())
+        else {
+            problems.push(format!("declaration #{}: no name; skipped", i + 1));
+            continue;
+        };
+        if !seen.insert(name.to_owned()) {
+            problems.push(format!("declaration {name:?}: duplicate name; skipped"));
+            continue;
+        }
+        out.push(Declaration {
+            name: name.to_owned(),
+            description: item
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+            schema: schema::sanitize(
+                item.get("parameters")
+                    .or_else(|| item.get("parametersJsonSchema")),
+            ),
+        });
+    }
+    Ok((out, problems))
+}
+
+/// Runs the discovery command in `cwd` and parses what it prints.
+pub async fn discover(
+    command: &str,
+    cwd: &Path,
+) -> Result<(Vec<Declaration>, Vec<String>), DiscoveryError> {
+    let done = run(
+        command,
+        &[],
+        cwd,
+        b"",
+        DISCOVERY_TIMEOUT,
+        &CancellationToken::new(),
+    )
+    .await
+    .map_err(DiscoveryError::Spawn)?;
+    if done.timed_out {
+        return Err(DiscoveryError::Timeout(DISCOVERY_TIMEOUT));
+    }
+    if done.code != Some(0) {
+        return Err(DiscoveryError::Failed {
+            status: match (done.code, done.signal) {
+                (Some(code), _) => format!("exit code {code}"),
+                (None, Some(signal)) => format!("signal {signal}"),
+                (None, None) => "unknown status".into(),
+            },
+            stderr: done.stderr.trim().chars().take(500).collect(),
+        });
+    }
+    parse(&done.stdout)
+}
+
+/// A tool found by the discovery command.
+pub struct DiscoveredTool {
+    decl: Declaration,
+    description: String,
+    call_command: Option<String>,
+    cwd: PathBuf,
+}
+
+impl DiscoveredTool {
+    pub fn new(decl: Declaration, discovery: &str, call: Option<&str>, cwd: &Path) -> Arc<Self> {
+        let call_text = call.map_or_else(
+            || "no `tools.callCommand` is configured, so it cannot be called".to_owned(),
+            |c| {
+                format!(
+                    "When called, this tool will execute the command `{c} {}` on project root.",
+                    decl.name
+                )
+            },
+        );
+        let description = format!(
+            "{}\n\nThis tool was discovered from the project by executing the command `{discovery}` on project root.\n{call_text}",
+            decl.description
+        );
+        Arc::new(DiscoveredTool {
+            decl,
+            description,
+            call_command: call.map(str::to_owned),
+            cwd: cwd.to_owned(),
+        })
+    }
+}
+
+impl Tool for DiscoveredTool {
+    fn name(&self) -> &str {
+        &self.decl.name
+    }
+    fn display_name(&self) -> &str {
+        &self.decl.name
+    }
+    fn description(&self) -> &str {
+        &self.description
+    }
+    fn kind(&self) -> ToolKind {
+        ToolKind::Other
+    }
+    fn parameter_schema(&self) -> &Value {
+        &self.decl.schema
+    }
+    fn source(&self) -> ToolSource {
+        ToolSource::Discovered
+    }
+    fn build(
+        &self,
+        _ctx: &ToolContext,
+        args: &Value,
+    ) -> Result<Box<dyn ToolInvocation>, ToolError> {
+        let call = self.call_command.clone().ok_or_else(|| {
+            ToolError::new(
+                ToolErrorKind::Unavailable,
+                "no `tools.callCommand` is configured",
+            )
+        })?;
+        Ok(Box::new(DiscoveredCall {
+            name: self.decl.name.clone(),
+            call,
+            cwd: self.cwd.clone(),
+            args: args.clone(),
+        }))
+    }
+}
+
+struct DiscoveredCall {
+    name: String,
+    call: String,
+    cwd: PathBuf,
+    args: Value,
+}
+
+#[async_trait]
+impl ToolInvocation for DiscoveredCall {
+    fn description(&self) -> String {
+        format!("{} {}", self.name, self.args)
+    }
+    fn locations(&self) -> Vec<ToolLocation> {
+        Vec::new()
+    }
+    async fn confirmation(&self) -> Result<ConfirmationDetails, ToolError> {
+        Ok(ConfirmationDetails::Exec {
+            title: format!("Confirm discovered tool: {}", self.name),
+            command: format!("{} {}", self.call, self.name),
+            root_commands: self
+                .call
+                .split_whitespace()
+                .next()
+                .map(str::to_owned)
+                .into_iter()
+                .collect(),
+        })
+    }
+    async fn execute(
+        self: Box<Self>,
+        cancel: CancellationToken,
+        _output: OutputSink,
+    ) -> Result<ToolResult, ToolError> {
+        let script = format!("{} \"$1\"", self.call);
+        let done = run(
+            &script,
+            &[&self.name],
+            &self.cwd,
+            self.args.to_string().as_bytes(),
+            CALL_TIMEOUT,
+            &cancel,
+        )
+        .await
+        .map_err(|e| {
+            ToolError::new(
+                ToolErrorKind::Unavailable,
+                format!("cannot run the call command: {e}"),
+            )
+        })?;
+        if done.cancelled {
+            return Err(ToolError::new(
+                ToolErrorKind::Cancelled,
+                "the call was cancelled",
+            ));
+        }
+        if done.timed_out {
+            return Err(ToolError::new(
+                ToolErrorKind::Timeout,
+                format!("the call command was killed after {CALL_TIMEOUT:?}"),
+            ));
+        }
+        if done.code == Some(0) && done.stderr.is_empty() {
+            return Ok(ToolResult::text(done.stdout));
+        }
+        // The reference's report of a failed (or noisy) call.
+        let show = |v: Option<i32>| v.map_or_else(|| "(none)".to_owned(), |v| v.to_string());
+        let text = format!(
+            "Stdout: {}\nStderr: {}\nError: (none)\nExit Code: {}\nSignal: {}",
+            if done.stdout.is_empty() {
+                "(empty)"
+            } else {
+                &done.stdout
+            },
+            if done.stderr.is_empty() {
+                "(empty)"
+            } else {
+                &done.stderr
+            },
+            show(done.code),
+            show(done.signal),
+        );
+        if done.code == Some(0) {
+            return Ok(ToolResult::text(text));
+        }
+        Err(ToolError::execution(text))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_both_shapes_and_reports_bad_entries() {
+        let (d, p) = parse(r#"[{"name":"a","parameters":{"type":"object"}},{"functionDeclarations":[{"name":"b"},{"name":"a"}]},{"description":"x"}]"#).expect("ok");
+        assert_eq!(
+            d.iter().map(|d| d.name.as_str()).collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert_eq!(p.len(), 2);
+        let (d, _) = parse(r#"{"functionDeclarations":[{"name":"c"}]}"#).expect("ok");
+        assert_eq!(d[0].name, "c");
+        assert!(matches!(parse("garbage"), Err(DiscoveryError::NotJson(_))));
+        assert!(matches!(parse("42"), Err(DiscoveryError::Shape)));
+    }
+}

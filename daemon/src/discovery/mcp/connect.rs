@@ -1,0 +1,284 @@
+//! Opening one MCP connection: the transport for each kind of server and
+//! the client-side handler (progress, list changes, elicitation).
+
+use std::collections::{BTreeMap, HashMap};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rmcp::model::{
+    ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    Implementation, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+};
+use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
+use serde_json::Value;
+use tokio::sync::Notify;
+
+use super::sse;
+use crate::discovery::settings::Transport;
+use crate::tools::OutputSink;
+
+/// How long connecting (spawn or HTTP, then `initialize`) may take.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConnectError {
+    #[error("cannot start `{command}`: {source}")]
+    Spawn {
+        command: String,
+        source: std::io::Error,
+    },
+    #[error("bad header {0:?}")]
+    Header(String),
+    #[error("{0}")]
+    Sse(#[from] sse::SseError),
+    #[error("initialize failed: {0}")]
+    Initialize(String),
+    #[error("no answer to initialize within {0:?}")]
+    Timeout(Duration),
+}
+
+/// What a connection's handler shares with the rest of the daemon.
+#[derive(Default)]
+pub struct Hooks {
+    /// Progress tokens of calls in flight, and where their progress goes.
+    progress: Mutex<HashMap<String, OutputSink>>,
+    /// Fired on `notifications/tools/list_changed` (and prompts).
+    pub lists_changed: Notify,
+    /// Answer `elicitation/create` with each property's default (the probe)
+    /// instead of declining (the daemon has nobody to ask).
+    pub accept_elicitation: bool,
+}
+
+impl Hooks {
+    /// Hooks that accept elicitations with their defaults (the probe).
+    pub fn accepting() -> Hooks {
+        Hooks {
+            accept_elicitation: true,
+            ..Hooks::default()
+        }
+    }
+
+    pub fn watch_progress(&self, token: &ProgressToken, sink: OutputSink) -> ProgressGuard<'_> {
+        let key = token_key(token);
+        self.progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key.clone(), sink);
+        ProgressGuard { hooks: self, key }
+    }
+}
+
+/// Stops routing a call's progress when the call is over.
+pub struct ProgressGuard<'a> {
+    hooks: &'a Hooks,
+    key: String,
+}
+
+impl Drop for ProgressGuard<'_> {
+    fn drop(&mut self) {
+        self.hooks
+            .progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&self.key);
+    }
+}
+
+fn token_key(token: &ProgressToken) -> String {
+    serde_json::to_string(token).unwrap_or_default()
+}
+
+/// The client side of one connection.
+#[derive(Clone)]
+pub struct Handler(pub Arc<Hooks>);
+
+impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let sink = self
+            .0
+            .progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&token_key(&params.progress_token))
+            .cloned();
+        if let Some(sink) = sink {
+            let amount = match params.total {
+                Some(total) => format!("{}/{}", params.progress, total),
+                None => params.progress.to_string(),
+            };
+            let line = match &params.message {
+                Some(message) => format!("[{amount}] {message}\n"),
+                None => format!("[{amount}]\n"),
+            };
+            sink.send(line);
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.0.lists_changed.notify_one();
+    }
+
+    async fn on_prompt_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.0.lists_changed.notify_one();
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        if !self.0.accept_elicitation {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        }
+        let schema = match &request {
+            ElicitRequestParams::FormElicitationParams {
+                requested_schema, ..
+            } => serde_json::to_value(requested_schema).unwrap_or(Value::Null),
+            _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
+        };
+        let mut content = serde_json::Map::new();
+        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+            for (name, prop) in props {
+                if let Some(default) = prop.get("default") {
+                    content.insert(name.clone(), default.clone());
+                }
+            }
+        }
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content)))
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        let capabilities: ClientCapabilities = if self.0.accept_elicitation {
+            serde_json::from_value(serde_json::json!({"elicitation": {"form": {}}}))
+                .unwrap_or_default()
+        } else {
+            ClientCapabilities::default()
+        };
+        // The newest version that released servers (and the conformance
+        // suite) speak; 2026-07-28 servers accept it too.
+        ClientConfig::new(
+            capabilities,
+            Implementation::new("geminid", env!("CARGO_PKG_VERSION")),
+        )
+        .with_protocol_version(ProtocolVersion::V_2025_11_25)
+    }
+}
+
+/// A live connection, and the process group of a stdio server.
+pub struct Connection {
+    pub service: RunningService<RoleClient, Handler>,
+    pub group: Option<ProcessGroup>,
+}
+
+/// Kills a stdio server's whole process group when dropped, synchronously,
+/// so that no server (nor what it spawned, like `npx`'s node) outlives its
+/// connection or the daemon.
+#[derive(Debug)]
+pub struct ProcessGroup(pub u32);
+
+impl ProcessGroup {
+    pub fn kill(&self) {
+        if let Some(pid) = rustix::process::Pid::from_raw(self.0 as i32) {
+            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// rmcp's reqwest is built without a TLS crypto provider (to avoid a
+/// second one, aws-lc, in the build); install ring, once, before the first
+/// client is built. Installing twice is harmless (the first one stays).
+fn install_crypto_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
+/// Connects and runs `initialize`, within [`CONNECT_TIMEOUT`].
+pub async fn connect(
+    transport: &Transport,
+    headers: &BTreeMap<String, String>,
+    hooks: Arc<Hooks>,
+) -> Result<Connection, ConnectError> {
+    match tokio::time::timeout(CONNECT_TIMEOUT, connect_inner(transport, headers, hooks)).await {
+        Ok(result) => result,
+        Err(_) => Err(ConnectError::Timeout(CONNECT_TIMEOUT)),
+    }
+}
+
+async fn connect_inner(
+    transport: &Transport,
+    headers: &BTreeMap<String, String>,
+    hooks: Arc<Hooks>,
+) -> Result<Connection, ConnectError> {
+    let handler = Handler(hooks);
+    let init = |e: rmcp::service::ClientInitializeError| ConnectError::Initialize(e.to_string());
+    match transport {
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut cmd = tokio::process::Command::new(command);
+            cmd.args(args).envs(env).process_group(0).kill_on_drop(true);
+            if let Some(cwd) = cwd {
+                cmd.current_dir(cwd);
+            }
+            let (child, _) = TokioChildProcess::builder(cmd)
+                .stderr(Stdio::null())
+                .spawn()
+                .map_err(|source| ConnectError::Spawn {
+                    command: command.clone(),
+                    source,
+                })?;
+            // The group exists from the spawn on; guard it before the
+            // handshake so a failed handshake leaves nothing running.
+            let group = child.id().map(ProcessGroup);
+            let service = handler.serve(child).await.map_err(init)?;
+            Ok(Connection { service, group })
+        }
+        Transport::Http { url } => {
+            install_crypto_provider();
+            let mut config = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            for (name, value) in headers {
+                let header = (
+                    reqwest::header::HeaderName::from_bytes(name.as_bytes()),
+                    reqwest::header::HeaderValue::from_str(value),
+                );
+                let (Ok(name), Ok(value)) = header else {
+                    return Err(ConnectError::Header(name.clone()));
+                };
+                config.custom_headers.insert(name, value);
+            }
+            let transport = StreamableHttpClientTransport::from_config(config);
+            let service = handler.serve(transport).await.map_err(init)?;
+            Ok(Connection {
+                service,
+                group: None,
+            })
+        }
+        Transport::Sse { url } => {
+            let pair = sse::connect(url, headers).await?;
+            let service = handler.serve(pair).await.map_err(init)?;
+            Ok(Connection {
+                service,
+                group: None,
+            })
+        }
+    }
+}

@@ -1,0 +1,200 @@
+//! MCP servers: one warm connection per configured server, shared by every
+//! session, with its tools in the registry.
+//!
+//! Naming (seed 000 `asFullyQualifiedTool`): a tool is registered under its
+//! bare name unless a non-MCP tool or a server earlier in name order already
+//! has that name; then it is registered as `server__tool`. Every MCP tool is
+//! always reachable as `server__tool` (a registry alias when registered
+//! bare). A server that is disconnected keeps its tools registered; calls
+//! fail at once with `unavailable` until it is back.
+
+pub mod connect;
+pub mod content;
+pub mod probe;
+pub mod server;
+pub mod sse;
+pub mod tool;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use self::server::{Events, Server, ServerSnapshot, Status};
+use self::tool::{McpTool, qualified_name};
+use super::settings::ServerConfig;
+use crate::tools::{Tool, ToolRegistry, ToolSource};
+
+/// Receives `(server, status, message)` on every status change.
+pub type StatusFn = Arc<dyn Fn(&str, &str, Option<&str>) + Send + Sync>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    #[error("no MCP server named {0:?}")]
+    UnknownServer(String),
+}
+
+pub struct McpManager {
+    registry: Arc<ToolRegistry>,
+    servers: Mutex<BTreeMap<String, Arc<Server>>>,
+    on_status: StatusFn,
+    stop: CancellationToken,
+    tasks: TaskTracker,
+    /// Serializes registry rebuilds.
+    sync: Mutex<()>,
+}
+
+/// Forwards a server's events to the manager without a reference cycle.
+struct Relay(std::sync::Weak<McpManager>);
+
+impl Events for Relay {
+    fn status(&self, server: &str, status: Status, message: Option<&str>) {
+        if let Some(m) = self.0.upgrade() {
+            tracing::info!(server, status = status.as_str(), message, "mcp server");
+            (m.on_status)(server, status.as_str(), message);
+        }
+    }
+
+    fn tools_changed(&self) {
+        if let Some(m) = self.0.upgrade() {
+            m.sync_registry();
+        }
+    }
+}
+
+impl McpManager {
+    pub fn new(registry: Arc<ToolRegistry>, on_status: StatusFn) -> Arc<McpManager> {
+        Arc::new(McpManager {
+            registry,
+            servers: Mutex::new(BTreeMap::new()),
+            on_status,
+            stop: CancellationToken::new(),
+            tasks: TaskTracker::new(),
+            sync: Mutex::new(()),
+        })
+    }
+
+    fn servers(&self) -> Vec<Arc<Server>> {
+        self.servers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect()
+    }
+
+    /// Starts a connection task for each server not configured yet (a name
+    /// already taken keeps its first configuration). Needs a runtime.
+    pub fn add(self: &Arc<Self>, configs: Vec<ServerConfig>) -> Vec<String> {
+        let mut ignored = Vec::new();
+        for config in configs {
+            let mut servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
+            if servers.contains_key(&config.name) {
+                ignored.push(format!(
+                    "MCP server {} ({}) ignored: the name is already configured",
+                    config.name, config.scope
+                ));
+                continue;
+            }
+            let server = Server::new(config);
+            servers.insert(server.name().to_owned(), server.clone());
+            drop(servers);
+            let relay: Arc<dyn Events> = Arc::new(Relay(Arc::downgrade(self)));
+            self.tasks.spawn(server.run(relay, self.stop.child_token()));
+        }
+        ignored
+    }
+
+    /// `not_started`, `in_progress` or `completed`.
+    pub fn discovery_state(&self) -> &'static str {
+        let servers = self.servers();
+        if servers.is_empty() {
+            "not_started"
+        } else if servers.iter().all(|s| s.snapshot().attempted) {
+            "completed"
+        } else {
+            "in_progress"
+        }
+    }
+
+    pub fn list(&self) -> Vec<ServerSnapshot> {
+        self.servers().iter().map(|s| s.snapshot()).collect()
+    }
+
+    /// Reconnects `name` now; returns its state after the new attempt (or
+    /// after the connect timeout).
+    pub async fn restart(&self, name: &str) -> Result<ServerSnapshot, McpError> {
+        let server = self
+            .servers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned()
+            .ok_or_else(|| McpError::UnknownServer(name.to_owned()))?;
+        let mut attempts = server.attempts.subscribe();
+        attempts.mark_unchanged();
+        server.restart.notify_one();
+        let wait = connect::CONNECT_TIMEOUT + Duration::from_secs(5);
+        let _ = tokio::time::timeout(wait, attempts.changed()).await;
+        Ok(server.snapshot())
+    }
+
+    /// Rebuilds the registry's MCP tools from every server's current list.
+    pub fn sync_registry(&self) {
+        let _serial = self.sync.lock().unwrap_or_else(|e| e.into_inner());
+        let taken: BTreeSet<String> = self
+            .registry
+            .all()
+            .iter()
+            .filter(|t| !matches!(t.tool.source(), ToolSource::Mcp { .. }))
+            .map(|t| t.tool.name().to_owned())
+            .collect();
+        let mut used = taken.clone();
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
+        let mut aliases = Vec::new();
+        for server in self.servers() {
+            let mut names = Vec::new();
+            for remote in server.tools() {
+                let qualified = qualified_name(server.name(), &remote.name);
+                let bare = tool::valid_name(&remote.name);
+                let name = if used.contains(&bare) {
+                    qualified.clone()
+                } else {
+                    bare
+                };
+                if used.contains(&name) {
+                    continue;
+                }
+                used.insert(name.clone());
+                if name != qualified {
+                    aliases.push((qualified, name.clone()));
+                }
+                names.push(name.clone());
+                tools.push(Arc::new(McpTool::new(server.clone(), &remote, name)));
+            }
+            server.set_registered(names);
+        }
+        let problems = self.registry.replace_by_source(
+            |source| matches!(source, ToolSource::Mcp { .. }),
+            tools,
+            aliases,
+        );
+        for problem in problems {
+            tracing::warn!(problem = %problem, "MCP tool not registered");
+        }
+    }
+
+    /// Stops every connection and kills every stdio server's process group.
+    pub async fn shutdown(&self) {
+        self.stop.cancel();
+        self.tasks.close();
+        if tokio::time::timeout(Duration::from_secs(5), self.tasks.wait())
+            .await
+            .is_err()
+        {
+            tracing::warn!("some MCP connections did not close in time");
+        }
+    }
+}
