@@ -2,7 +2,7 @@
 //! message per line in each direction.
 
 use futures::StreamExt;
-use geminid_protocol::framing::MAX_LINE_BYTES;
+use geminid_protocol::framing::MAX_MESSAGE_BYTES;
 use jsonrpsee::core::client::{ReceivedMessage, TransportReceiverT, TransportSenderT};
 use tokio::io::AsyncWriteExt;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
@@ -13,7 +13,7 @@ use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 pub enum TransportError {
     #[error("connection to geminid lost: {0}")]
     Io(#[from] std::io::Error),
-    #[error("geminid sent a line longer than {MAX_LINE_BYTES} bytes")]
+    #[error("geminid sent a line longer than {MAX_MESSAGE_BYTES} bytes")]
     LineTooLong,
     #[error("geminid closed the connection")]
     Closed,
@@ -29,7 +29,7 @@ impl Receiver {
     pub fn new(read: OwnedReadHalf) -> Self {
         Receiver(FramedRead::new(
             read,
-            LinesCodec::new_with_max_length(MAX_LINE_BYTES),
+            LinesCodec::new_with_max_length(MAX_MESSAGE_BYTES),
         ))
     }
 }

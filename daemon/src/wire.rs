@@ -134,13 +134,31 @@ fn location(loc: &ToolLocation) -> wt::ToolLocation {
     }
 }
 
+/// A diff for clients. Whole contents of large files are left out: they
+/// would be sent, stored in the event log and replayed for every
+/// subscriber, while the unified diff already says what changed.
 pub fn file_diff(diff: &FileDiff) -> wt::FileDiff {
+    let limit = proto::framing::MAX_DIFF_CONTENT_BYTES;
+    let omitted = diff.new_content.len() > limit
+        || diff
+            .original_content
+            .as_ref()
+            .is_some_and(|c| c.len() > limit);
     wt::FileDiff {
         file_name: diff.file_name.clone(),
         file_path: diff.file_path.display().to_string(),
         file_diff: diff.diff.clone(),
-        original_content: diff.original_content.clone(),
-        new_content: diff.new_content.clone(),
+        original_content: if omitted {
+            None
+        } else {
+            diff.original_content.clone()
+        },
+        new_content: if omitted {
+            String::new()
+        } else {
+            diff.new_content.clone()
+        },
+        contents_omitted: omitted,
     }
 }
 

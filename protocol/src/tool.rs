@@ -87,9 +87,14 @@ pub struct FileDiff {
     pub file_path: String,
     /// Unified diff text.
     pub file_diff: String,
-    /// `null` when the file is new.
+    /// `null` when the file is new (or when `contentsOmitted`).
     pub original_content: Option<String>,
+    /// Empty when `contentsOmitted`.
     pub new_content: String,
+    /// True when the file is too large to send whole
+    /// ([`crate::framing::MAX_DIFF_CONTENT_BYTES`]): only the diff is sent.
+    #[serde(default)]
+    pub contents_omitted: bool,
 }
 
 /// What a person is asked before a call runs.

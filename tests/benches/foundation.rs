@@ -446,13 +446,21 @@ fn bench_rtt() -> Vec<Row> {
             client.status().await.expect("status");
             read_file(&client, &s, Some(true)).await;
         }
+        let pid = s.daemon.pid();
+        let before = ProcCost::read(pid);
         let mut status = Vec::with_capacity(n);
         for _ in 0..n {
             let t = Instant::now();
             client.status().await.expect("status");
             status.push(t.elapsed());
         }
-        let pid = s.daemon.pid();
+        if let (Some(before), Some(after)) = (before, ProcCost::read(pid)) {
+            println!(
+                "- daemon cost per `daemon.status`: {:.0} µs CPU (user+sys), {:.1} context switches, over {n} requests",
+                (after.cpu_ticks - before.cpu_ticks) as f64 * 1e6 / ticks_per_sec() / n as f64,
+                (after.switches - before.switches) as f64 / n as f64,
+            );
+        }
         let before = ProcCost::read(pid);
         let mut call_wait = Vec::with_capacity(n);
         for _ in 0..n {
@@ -467,9 +475,21 @@ fn bench_rtt() -> Vec<Row> {
                 (after.switches - before.switches) as f64 / n as f64,
                 (after.voluntary - before.voluntary) as f64 / n as f64,
             );
+            let mut groups: Vec<(String, u64)> = after
+                .by_thread
+                .iter()
+                .map(|(name, t)| (name.clone(), t - before.by_thread.get(name).copied().unwrap_or(0)))
+                .filter(|(_, t)| *t > 0)
+                .collect();
+            groups.sort_by(|a, b| b.1.cmp(&a.1));
+            let groups: Vec<String> = groups
+                .iter()
+                .map(|(name, t)| format!("{name}* {:.0} µs", *t as f64 * 1e6 / ticks_per_sec() / n as f64))
+                .collect();
+            println!("  - CPU per call by daemon thread: {}", groups.join(", "));
             println!(
                 "- daemon threads: {} ({})\n",
-                after.threads.len(),
+                after.threads_total,
                 after.threads.join(", ")
             );
         }
@@ -556,18 +576,23 @@ fn bench_rtt() -> Vec<Row> {
 /// CPU time and context switches of a process, summed over its threads.
 struct ProcCost {
     cpu_ticks: u64,
+    /// CPU ticks per thread name (trailing digits removed).
+    by_thread: HashMap<String, u64>,
     switches: u64,
     voluntary: u64,
     threads: Vec<String>,
+    threads_total: usize,
 }
 
 impl ProcCost {
     fn read(pid: u32) -> Option<ProcCost> {
         let mut cost = ProcCost {
             cpu_ticks: 0,
+            by_thread: HashMap::new(),
             switches: 0,
             voluntary: 0,
             threads: Vec::new(),
+            threads_total: 0,
         };
         let mut names: Vec<String> = Vec::new();
         for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
@@ -577,8 +602,14 @@ impl ProcCost {
             // utime 14th and stime 15th of the whole line.
             let rest = stat.rsplit_once(')')?.1;
             let fields: Vec<&str> = rest.split_whitespace().collect();
-            cost.cpu_ticks += fields.get(11)?.parse::<u64>().ok()?;
-            cost.cpu_ticks += fields.get(12)?.parse::<u64>().ok()?;
+            let ticks =
+                fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+            cost.cpu_ticks += ticks;
+            let name = stat.split_once('(')?.1.rsplit_once(')')?.0;
+            let base = name
+                .trim_end_matches(|c: char| c.is_ascii_digit())
+                .to_owned();
+            *cost.by_thread.entry(base).or_default() += ticks;
             let status = std::fs::read_to_string(dir.join("status")).ok()?;
             for line in status.lines() {
                 let mut it = line.split_whitespace();
@@ -597,6 +628,7 @@ impl ProcCost {
             }
         }
         names.sort();
+        cost.threads_total = names.len();
         let mut grouped: Vec<(String, usize)> = Vec::new();
         for name in names {
             let base = name

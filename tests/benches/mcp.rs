@@ -1,0 +1,93 @@
+//! MCP benchmark: a warm MCP `echo` call on server-everything (stdio)
+//! through the daemon, from a fresh `gemctl call` process, start to exit.
+//! Target: median <= 15 ms.
+//!
+//! Run with `cargo bench -p geminid-tests --bench mcp` (needs the test peers,
+//! see `.ci/install-deps`). `MCP_BENCH_N` sets the sample count.
+
+#[path = "../tests/peers/mod.rs"]
+mod peers;
+
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use geminid_protocol::session::ApprovalMode;
+use geminid_tests::*;
+use serde_json::json;
+
+fn main() {
+    let Some(p) = peers::peers() else {
+        println!("mcp bench skipped: no test peers");
+        return;
+    };
+    for bin in [geminid_bin(), gemctl_bin()] {
+        assert!(
+            bin.exists(),
+            "{} is missing: run through cargo bench",
+            bin.display()
+        );
+        if !bin.components().any(|c| c.as_os_str() == "release") {
+            eprintln!("WARNING: {} is not a release build", bin.display());
+        }
+    }
+    let n: usize = std::env::var("MCP_BENCH_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let d = peers::daemon_with_settings(
+        &json!({"mcpServers": {"everything": {"command": peers::everything(&p)}}}),
+    );
+    let session = rt.block_on(async {
+        let c = d.client().await;
+        peers::connected(&c, &["everything"]).await;
+        peers::session(&c, &d, ApprovalMode::Yolo).await
+    });
+    let args = json!({"message": "bench"}).to_string();
+    let call = ["call", "--session", session.as_str(), "echo", args.as_str()];
+    let out = d
+        .gemctl(&call)
+        .stdin(Stdio::null())
+        .output()
+        .expect("gemctl");
+    assert!(
+        out.status.success() && String::from_utf8_lossy(&out.stdout).contains("Echo: bench"),
+        "the call works: {} {}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let time = || {
+        let start = Instant::now();
+        let status = d
+            .gemctl(&call)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .expect("gemctl");
+        assert!(status.success());
+        start.elapsed()
+    };
+    for _ in 0..20 {
+        time();
+    }
+    let mut samples: Vec<Duration> = (0..n).map(|_| time()).collect();
+    samples.sort();
+    let pick = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let median = ms(pick(0.5));
+    println!("\n## MCP echo (server-everything, stdio) via a fresh `gemctl call`\n");
+    println!("| n | p50 | p90 | p99 | max |");
+    println!("|---|---|---|---|---|");
+    println!(
+        "| {n} | {median:.2} ms | {:.2} ms | {:.2} ms | {:.2} ms |",
+        ms(pick(0.9)),
+        ms(pick(0.99)),
+        ms(pick(1.0))
+    );
+    let verdict = if median <= 15.0 { "PASS" } else { "FAIL" };
+    println!("\nmedian {median:.2} ms, target <= 15 ms: {verdict}");
+}
