@@ -75,7 +75,6 @@ pub(super) struct Actor {
     events: broadcast::Sender<Arc<Published>>,
     pub(super) internal: mpsc::UnboundedSender<Internal>,
     pending: Append,
-    pending_published: Vec<Arc<Published>>,
     /// Replies held back until the events they reveal are durable.
     after_commit: Vec<Box<dyn FnOnce() + Send>>,
     pub(super) tasks: TaskTracker,
@@ -120,7 +119,6 @@ pub fn spawn(
         events,
         internal: internal_tx,
         pending: Append::default(),
-        pending_published: Vec::new(),
         after_commit: Vec::new(),
         tasks: TaskTracker::new(),
         cancel: parent.child_token(),
@@ -333,29 +331,16 @@ impl Actor {
             time: crate::now_ms(),
             payload,
         };
-        match serde_json::value::to_raw_value(&event) {
-            Ok(json) => {
-                self.pending.events.push((event.seq, json.clone()));
-                self.pending_published.push(Arc::new(Published {
-                    seq: event.seq,
-                    json,
-                }));
-            }
-            Err(e) => {
-                // Our own types always serialize; keep seq gapless regardless.
-                tracing::error!(error = %e, "event failed to serialize");
-                let json = RawValue::from_string(format!(
-                    "{{\"sessionId\":\"{}\",\"seq\":{},\"time\":{},\"type\":\"error\",\"message\":\"event lost: serialization failed\"}}",
-                    event.session_id, event.seq, event.time
-                ));
-                if let Ok(json) = json {
-                    self.pending.events.push((event.seq, json.clone()));
-                    self.pending_published.push(Arc::new(Published {
-                        seq: event.seq,
-                        json,
-                    }));
-                }
-            }
+        let json = serde_json::value::to_raw_value(&event).or_else(|e| {
+            // Our own types always serialize; keep seq gapless regardless.
+            tracing::error!(error = %e, "event failed to serialize");
+            RawValue::from_string(format!(
+                "{{\"sessionId\":\"{}\",\"seq\":{},\"time\":{},\"type\":\"error\",\"message\":\"event lost: serialization failed\"}}",
+                event.session_id, event.seq, event.time
+            ))
+        });
+        if let Ok(json) = json {
+            self.pending.events.push(Published::new(event.seq, json));
         }
         event.seq
     }
@@ -393,8 +378,7 @@ impl Actor {
             let append = std::mem::take(&mut self.pending);
             // One write to the write-ahead log: durable against a crash of
             // the daemon from here on (see wal.rs).
-            let persisted = self.deps.store.commit(&self.record.id, &append);
-            if let Err(e) = persisted {
+            if let Err(e) = self.deps.store.commit(&self.record.id, &append) {
                 tracing::error!(session = %self.record.id, error = %e, "could not persist events; will retry");
                 // Nothing was emitted since the batch was taken, so putting
                 // it back keeps the order; the run loop retries soon.
@@ -403,10 +387,10 @@ impl Actor {
                 return;
             }
             self.commit_failed = false;
-        }
-        for event in self.pending_published.drain(..) {
-            // No receivers is fine: nobody is subscribed.
-            let _ = self.events.send(event);
+            for event in append.events {
+                // No receivers is fine: nobody is subscribed.
+                let _ = self.events.send(event);
+            }
         }
         for reply in self.after_commit.drain(..) {
             reply();

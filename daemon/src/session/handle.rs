@@ -4,19 +4,13 @@ use std::sync::Arc;
 
 use geminid_protocol::tool::{ConfirmationOutcome, ToolCallSnapshot};
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::SessionError;
 use super::store::SessionRecord;
 use crate::policy::ApprovalMode;
 
-/// An event as stored and broadcast: its seq and its wire JSON.
-#[derive(Debug)]
-pub struct Published {
-    pub seq: u64,
-    pub json: Box<RawValue>,
-}
+pub use super::store::Published;
 
 /// A live subscription: events with `seq > last_seq` arrive on `events`;
 /// everything up to `last_seq` is in the store.

@@ -15,6 +15,7 @@
 //! kill -9.
 
 use std::path::Path;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -52,11 +53,26 @@ pub struct SessionRecord {
     pub created_at: u64,
 }
 
+/// An event as stored and broadcast: its seq and its wire JSON. Shared
+/// (`Arc`) between the pending batch, the log and every subscriber, so a
+/// large event is serialized once and never copied.
+#[derive(Debug)]
+pub struct Published {
+    pub seq: u64,
+    pub json: Box<RawValue>,
+}
+
+impl Published {
+    pub fn new(seq: u64, json: Box<RawValue>) -> Arc<Published> {
+        Arc::new(Published { seq, json })
+    }
+}
+
 /// One append to a session's log, applied atomically.
 #[derive(Debug, Default)]
 pub struct Append {
-    /// `(seq, wire JSON)`, in seq order.
-    pub events: Vec<(u64, Box<RawValue>)>,
+    /// Events in seq order.
+    pub events: Vec<Arc<Published>>,
     /// Calls that became open (`Some` of what recovery needs to describe
     /// them: their name and args as JSON) or finished (`None`).
     pub open_calls: Vec<(String, Option<Vec<u8>>)>,
@@ -248,8 +264,8 @@ fn apply(tree: &sled::Tree, id: &str, append: &Append) -> Result<(), StoreError>
         })?;
         batch.insert(record_key(id), value);
     }
-    for (seq, json) in &append.events {
-        batch.insert(event_key(id, *seq), json.get().as_bytes());
+    for event in &append.events {
+        batch.insert(event_key(id, event.seq), event.json.get().as_bytes());
     }
     for (call_id, open) in &append.open_calls {
         let mut key = prefixed(b'o', id);
@@ -337,7 +353,7 @@ mod tests {
             store.put_session(&record(&b)).unwrap();
             let append = Append {
                 events: (1..=300)
-                    .map(|s| (s, raw(&format!("{{\"n\":{s}}}"))))
+                    .map(|s| Published::new(s, raw(&format!("{{\"n\":{s}}}"))))
                     .collect(),
                 open_calls: vec![
                     ("c1".into(), Some(b"1".to_vec())),
@@ -350,7 +366,7 @@ mod tests {
                 .append(
                     &b,
                     &Append {
-                        events: vec![(1, raw("{}"))],
+                        events: vec![Published::new(1, raw("{}"))],
                         ..Append::default()
                     },
                 )

@@ -22,22 +22,30 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::store::{Append, SessionRecord, StoreError};
+use super::store::{Append, Published, SessionRecord, StoreError};
 
 /// How often sled is flushed and the log cut.
 pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
 
-/// One line of the log: one session's append.
-#[derive(Serialize, Deserialize)]
-struct Line<'a> {
-    #[serde(rename = "s")]
-    session: std::borrow::Cow<'a, str>,
-    #[serde(rename = "e", default)]
-    events: Vec<(u64, Box<RawValue>)>,
-    #[serde(rename = "o", default)]
-    open_calls: Vec<(String, Option<Vec<u8>>)>,
-    #[serde(rename = "r", default)]
-    record: Option<SessionRecord>,
+/// One line of the log, as written: one session's append, borrowed.
+#[derive(Serialize)]
+struct LineOut<'a> {
+    s: &'a str,
+    e: Vec<(u64, &'a RawValue)>,
+    o: &'a [(String, Option<Vec<u8>>)],
+    r: Option<&'a SessionRecord>,
+}
+
+/// One line of the log, as read back.
+#[derive(Deserialize)]
+struct Line {
+    s: String,
+    #[serde(default)]
+    e: Vec<(u64, Box<RawValue>)>,
+    #[serde(default)]
+    o: Vec<(String, Option<Vec<u8>>)>,
+    #[serde(default)]
+    r: Option<SessionRecord>,
 }
 
 struct Segment {
@@ -86,11 +94,11 @@ impl Wal {
 
     /// Appends one session's batch with a single write.
     pub fn append(&self, session: &str, append: &Append) -> Result<(), StoreError> {
-        let line = Line {
-            session: session.into(),
-            events: append.events.clone(),
-            open_calls: append.open_calls.clone(),
-            record: append.record.clone(),
+        let line = LineOut {
+            s: session,
+            e: append.events.iter().map(|e| (e.seq, &*e.json)).collect(),
+            o: &append.open_calls,
+            r: append.record.as_ref(),
         };
         let mut bytes = serde_json::to_vec(&line)
             .map_err(|e| StoreError::Io(format!("write-ahead log: {e}")))?;
@@ -167,16 +175,20 @@ fn replay(
     let mut count = 0;
     for line in BufReader::new(file).split(b'\n') {
         let line = line.map_err(|e| StoreError::Io(format!("{}: {e}", path.display())))?;
-        let Ok(parsed) = serde_json::from_slice::<Line<'_>>(&line) else {
+        let Ok(parsed) = serde_json::from_slice::<Line>(&line) else {
             tracing::warn!(segment = %path.display(), "skipping a torn write-ahead log line");
             continue;
         };
         apply(
-            &parsed.session,
+            &parsed.s,
             &Append {
-                events: parsed.events,
-                open_calls: parsed.open_calls,
-                record: parsed.record,
+                events: parsed
+                    .e
+                    .into_iter()
+                    .map(|(seq, json)| Published::new(seq, json))
+                    .collect(),
+                open_calls: parsed.o,
+                record: parsed.r,
             },
         )?;
         count += 1;
@@ -202,7 +214,7 @@ mod tests {
             let (wal, _) = Wal::open(dir.path(), &|_, _| Ok(()), &|| Ok(())).unwrap();
             for seq in 1..=3 {
                 let append = Append {
-                    events: vec![(seq, raw(&format!("{{\"n\":{seq}}}")))],
+                    events: vec![Published::new(seq, raw(&format!("{{\"n\":{seq}}}")))],
                     open_calls: vec![(format!("call-{seq}"), Some(b"x".to_vec()))],
                     record: None,
                 };
@@ -231,7 +243,7 @@ mod tests {
         let id = new_session_id();
         let store = Store::open(dir.path()).unwrap();
         let append = Append {
-            events: vec![(1, raw("{}"))],
+            events: vec![Published::new(1, raw("{}"))],
             ..Append::default()
         };
         store.commit(&id, &append).unwrap();
