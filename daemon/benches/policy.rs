@@ -1,5 +1,8 @@
 //! Policy decisions against 1,000 loaded rules.
 
+// A benchmark, like a test, stops loudly on a broken setup.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use geminid::policy::{
     ApprovalMode, PolicyEngine, PolicyInput, Tier, ToolKind, default_rules, parse_policy,

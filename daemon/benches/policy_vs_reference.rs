@@ -9,6 +9,9 @@
 //! harness around `engine.check(...)` (the `ms` field, in-process, warm,
 //! the engine cached between requests), so neither side pays for IPC.
 
+// A benchmark, like a test, stops loudly on a broken setup.
+#![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
+
 #[path = "common/policy_rules.rs"]
 mod policy_rules;
 

@@ -29,7 +29,10 @@ pub struct Daemon {
 impl Daemon {
     /// Opens the store and registers the built-in tools.
     /// `shutdown` stops the daemon when fired (signals, `daemon.shutdown`).
-    pub fn open(config: DaemonConfig, shutdown: CancellationToken) -> Result<Arc<Daemon>, StoreError> {
+    pub fn open(
+        config: DaemonConfig,
+        shutdown: CancellationToken,
+    ) -> Result<Arc<Daemon>, StoreError> {
         let store = Store::open(&config.data_dir)?;
         let registry = Arc::new(ToolRegistry::new());
         for tool in tools::builtin::all(&config) {
@@ -52,7 +55,10 @@ impl Daemon {
             registry.clone(),
             config.user_gemini_dir.join("settings.json"),
             Arc::new(move |server: &str, status: &str, message: Option<&str>| {
-                let target = status_target.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let target = status_target
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .clone();
                 if let Some(daemon) = target.and_then(|w| w.upgrade()) {
                     daemon.sessions.announce_payload(
                         geminid_protocol::event::EventPayload::McpServerStatus {

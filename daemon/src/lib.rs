@@ -7,8 +7,8 @@
 pub mod cli;
 pub mod config;
 pub mod daemon;
-pub mod memory;
 pub mod discovery;
+pub mod memory;
 pub mod policy;
 pub mod rpc;
 pub mod scheduler;

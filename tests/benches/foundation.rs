@@ -481,7 +481,7 @@ fn bench_rtt() -> Vec<Row> {
                 .map(|(name, t)| (name.clone(), t - before.by_thread.get(name).copied().unwrap_or(0)))
                 .filter(|(_, t)| *t > 0)
                 .collect();
-            groups.sort_by(|a, b| b.1.cmp(&a.1));
+            groups.sort_by_key(|b| std::cmp::Reverse(b.1));
             let groups: Vec<String> = groups
                 .iter()
                 .map(|(name, t)| format!("{name}* {:.0} µs", *t as f64 * 1e6 / ticks_per_sec() / n as f64))
@@ -521,11 +521,11 @@ fn bench_rtt() -> Vec<Row> {
             &append_only,
         ),
         (
-            "breakdown: `Store::append` + `Store::flush` (one actor commit, sled `flush_async`), in process",
+            "breakdown: `Store::commit` (one actor commit: sled apply + write-ahead log write), in process",
             &commit,
         ),
         (
-            "breakdown: `Store::append` + `Store::flush_blocking` (sled `flush` on the calling thread), in process",
+            "breakdown (old commit path, for comparison): `Store::append` + `Store::flush_blocking` (sled fsync), in process",
             &commit_blocking,
         ),
     ] {
@@ -681,7 +681,7 @@ async fn store_commit(n: usize) -> (Stats, Stats, Stats) {
         }))
         .expect("event json");
         Append {
-            events: vec![(*seq, json)],
+            events: vec![geminid::session::Published::new(*seq, json)],
             open_calls: vec![(format!("call-{seq}"), None)],
             record: None,
         }
@@ -703,8 +703,7 @@ async fn store_commit(n: usize) -> (Stats, Stats, Stats) {
     for _ in 0..n {
         let a = step(&mut seq);
         let t = Instant::now();
-        store.append(id, &a).expect("append");
-        store.flush().await.expect("flush");
+        store.commit(id, &a).expect("commit");
         commit.push(t.elapsed());
     }
     let mut commit_blocking = Vec::with_capacity(n);

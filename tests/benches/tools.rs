@@ -1,6 +1,6 @@
 //! Tool benchmarks: built-in tools through a warm daemon against `rg` run
 //! directly as a process, on the synthetic corpus of
-//! `/work/shared/bench/make-corpus.sh` (20,000 files, ~300 MB, a git repo
+//! `../shared/bench/make-corpus.sh` (20,000 files, ~300 MB, a git repo
 //! with a .gitignore), generated into `<workspace>/bench-corpus` if missing.
 //!
 //! Every tool figure is one `tool.call {wait: true}` over an open NDJSON
@@ -604,8 +604,12 @@ fn ensure_corpus() -> PathBuf {
         .to_path_buf();
     let corpus = root.join("bench-corpus");
     if !corpus.join(".gitignore").exists() {
-        let script = std::env::var("TOOLS_BENCH_CORPUS_SCRIPT")
-            .unwrap_or_else(|_| "/work/shared/bench/make-corpus.sh".to_owned());
+        // shared/ sits beside the project root.
+        let script = std::env::var("TOOLS_BENCH_CORPUS_SCRIPT").unwrap_or_else(|_| {
+            root.join("../shared/bench/make-corpus.sh")
+                .display()
+                .to_string()
+        });
         println!("- generating the corpus with {script} (once)");
         let status = Command::new("bash")
             .arg(&script)

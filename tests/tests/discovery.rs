@@ -150,3 +150,52 @@ async fn garbage_output_is_reported_and_rediscover_replaces_the_set() {
         "{state:#?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hanging_discovery_command_is_killed_and_reported() {
+    let mut d = TestDaemon::start();
+    let home = d.home();
+    let marker = home.join("child.pid");
+    // The command and a child it leaves behind both hang.
+    let discover = script(
+        &home,
+        "discover.sh",
+        &format!("sleep 300 & echo $! > {}\nsleep 300", marker.display()),
+    );
+    d.kill9();
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::write(
+        home.join(".gemini/settings.json"),
+        json!({"tools": {"discoveryCommand": discover, "discoveryTimeout": 500}}).to_string(),
+    )
+    .unwrap();
+    d.spawn();
+    let c = d.client().await;
+    let list = wait_list(&c, 30, |l| l.command.is_some()).await;
+    let state = list.command.unwrap();
+    assert!(state.tools.is_empty());
+    assert!(
+        state.problems.iter().any(|p| p.contains("did not finish")),
+        "{state:#?}"
+    );
+    let child: u32 = std::fs::read_to_string(&marker)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while alive(child) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the command's process group was not killed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(
+        c.list_tools(None)
+            .await
+            .unwrap()
+            .iter()
+            .any(|t| t.name == "read_file")
+    );
+}

@@ -142,53 +142,6 @@ async fn timeout_cancels_and_progress_streams() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn killed_server_is_unavailable_then_reconnects() {
-    let Some(p) = peers() else { return };
-    let d = daemon_with_settings(&json!({"mcpServers": {"e": {"command": everything(&p)}}}));
-    let c = d.client().await;
-    let mut sub_pid = server(&connected(&c, &["e"]).await, "e").pid.expect("pid");
-    let sid = session(&c, &d, ApprovalMode::Yolo).await;
-    let mut events = c.subscribe_session(sid.clone(), None).await.unwrap();
-
-    let group = rustix::process::Pid::from_raw(sub_pid as i32).expect("pid");
-    rustix::process::kill_process_group(group, rustix::process::Signal::KILL)
-        .expect("kill the server");
-    let started = Instant::now();
-    let during = run(&c, &sid, "echo", json!({"message": "x"})).await;
-    assert!(
-        started.elapsed() < Duration::from_secs(10),
-        "a call to a dead server must not hang"
-    );
-    if during.state != CallState::Success {
-        assert_eq!(
-            during.error.as_ref().unwrap().kind,
-            "unavailable",
-            "{during:#?}"
-        );
-    }
-    let list = wait_list(&c, 60, |l| {
-        let s = server(l, "e");
-        s.status == "connected" && s.pid.is_some_and(|pid| pid != sub_pid)
-    })
-    .await;
-    sub_pid = server(&list, "e").pid.unwrap();
-    let after = run(&c, &sid, "echo", json!({"message": "back"})).await;
-    assert_eq!(after.state, CallState::Success, "{after:#?}");
-    // Sessions heard about it.
-    let seen = collect_until(&mut events, |e| {
-        matches!(&e.payload, EventPayload::McpServerStatus { status, .. } if status == "connected")
-    })
-    .await;
-    assert!(seen.iter().any(|e| matches!(&e.payload, EventPayload::McpServerStatus { status, .. } if status == "disconnected")));
-
-    // mcp.restart gives a fresh process.
-    let restarted = c.restart_mcp("e".into()).await.unwrap();
-    assert_eq!(restarted.status, "connected");
-    assert_ne!(restarted.pid, Some(sub_pid));
-    assert!(c.restart_mcp("nope".into()).await.is_err());
-}
-
-#[tokio::test(flavor = "multi_thread")]
 async fn same_tool_on_two_servers_and_tool_filters() {
     let Some(p) = peers() else { return };
     let d = daemon_with_settings(&json!({"mcpServers": {
@@ -306,4 +259,41 @@ async fn trusted_server_needs_no_confirmation_and_shutdown_kills_servers() {
     for pid in pids {
         assert!(!alive(pid), "MCP server {pid} outlived the daemon");
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn workspace_layer_servers_start_with_a_session_untrusted() {
+    let Some(p) = peers() else { return };
+    let d = daemon_with_settings(
+        &json!({"mcpServers": {"user": {"command": everything(&p), "includeTools": ["echo"]}}}),
+    );
+    let gemini = d.workspace.join(".gemini");
+    std::fs::create_dir_all(&gemini).unwrap();
+    std::fs::write(
+        gemini.join("settings.json"),
+        json!({"mcpServers": {
+            "ws": {"command": everything(&p), "trust": true, "includeTools": ["get-sum"]},
+            "user": {"command": "/nonexistent"}
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let c = d.client().await;
+    connected(&c, &["user"]).await;
+    assert!(
+        c.list_mcp()
+            .await
+            .unwrap()
+            .servers
+            .iter()
+            .all(|s| s.name != "ws")
+    );
+    let sid = session(&c, &d, ApprovalMode::Yolo).await;
+    let list = connected(&c, &["ws", "user"]).await;
+    let ws = server(&list, "ws");
+    assert_eq!(ws.scope, format!("workspace:{}", d.workspace.display()));
+    assert!(!ws.trusted, "a workspace cannot trust itself");
+    assert_eq!(server(&list, "user").scope, "user");
+    let sum = run(&c, &sid, "get-sum", json!({"a": 1, "b": 2})).await;
+    assert_eq!(sum.state, CallState::Success, "{sum:#?}");
 }

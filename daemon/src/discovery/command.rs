@@ -2,27 +2,27 @@
 //! prints function declarations; each becomes a tool whose call runs
 //! `tools.callCommand NAME` with the JSON arguments on stdin.
 //!
-//! Both commands run through `sh -c` in their own process group, which is
-//! killed as a whole on timeout or cancellation.
+//! Both commands run through `sh -c` in their own process group (see
+//! `process`), which is killed as a whole on timeout or cancellation.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::Value;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio_util::sync::CancellationToken;
 
+use super::process::run;
 use super::schema;
 use crate::tools::{
     ConfirmationDetails, OutputSink, Tool, ToolContext, ToolError, ToolErrorKind, ToolInvocation,
     ToolKind, ToolLocation, ToolResult, ToolSource,
 };
 
-/// How long the discovery command may run.
+/// How long the discovery command may run unless `tools.discoveryTimeout`
+/// says otherwise.
 pub const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long one call may run.
 pub const CALL_TIMEOUT: Duration = Duration::from_secs(600);
@@ -41,99 +41,6 @@ pub enum DiscoveryError {
         "the discovery command's output must be an array of function declarations or {{\"functionDeclarations\": [...]}}"
     )]
     Shape,
-}
-
-/// What one run of a command printed and how it ended.
-pub struct Finished {
-    pub stdout: String,
-    pub stderr: String,
-    pub code: Option<i32>,
-    pub signal: Option<i32>,
-    pub timed_out: bool,
-    pub cancelled: bool,
-}
-
-/// Runs `sh -c script` (plus `args` as `$1`...) in `cwd` in a new process
-/// group, with `stdin` written and closed, until exit, `timeout` or `cancel`.
-pub async fn run(
-    script: &str,
-    args: &[&str],
-    cwd: &Path,
-    stdin: &[u8],
-    timeout: Duration,
-    cancel: &CancellationToken,
-) -> std::io::Result<Finished> {
-    use std::os::unix::process::ExitStatusExt;
-    let mut child = tokio::process::Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .arg("sh")
-        .args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true)
-        .spawn()?;
-    let group = child
-        .id()
-        .and_then(|id| rustix::process::Pid::from_raw(id as i32));
-    let kill_group = || {
-        if let Some(pid) = group {
-            let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-        }
-    };
-    let mut input = child.stdin.take();
-    let mut out = child.stdout.take();
-    let mut err = child.stderr.take();
-    let data = stdin.to_vec();
-    let io = async move {
-        if let Some(mut input) = input.take() {
-            // A command that does not read its stdin is not an error.
-            let _ = input.write_all(&data).await;
-        }
-        let (mut o, mut e) = (Vec::new(), Vec::new());
-        let read_out = async {
-            if let Some(out) = out.as_mut() {
-                let _ = out.read_to_end(&mut o).await;
-            }
-        };
-        let read_err = async {
-            if let Some(err) = err.as_mut() {
-                let _ = err.read_to_end(&mut e).await;
-            }
-        };
-        tokio::join!(read_out, read_err);
-        (o, e)
-    };
-    let (mut timed_out, mut cancelled) = (false, false);
-    let finished = {
-        let work = async { tokio::join!(io, child.wait()) };
-        tokio::select! {
-            done = work => Some(done),
-            () = tokio::time::sleep(timeout) => { timed_out = true; None }
-            () = cancel.cancelled() => { cancelled = true; None }
-        }
-    };
-    let ((o, e), status) = match finished {
-        Some(done) => done,
-        None => {
-            kill_group();
-            ((Vec::new(), Vec::new()), child.wait().await)
-        }
-    };
-    // Whatever the command left behind in its group goes too.
-    kill_group();
-    let status = status?;
-    Ok(Finished {
-        stdout: String::from_utf8_lossy(&o).into_owned(),
-        stderr: String::from_utf8_lossy(&e).into_owned(),
-        code: status.code(),
-        signal: status.signal(),
-        timed_out,
-        cancelled,
-    })
 }
 
 /// One discovered declaration.
@@ -206,19 +113,13 @@ pub fn parse(stdout: &str) -> Result<(Vec<Declaration>, Vec<String>), DiscoveryE
 pub async fn discover(
     command: &str,
     cwd: &Path,
+    timeout: Duration,
 ) -> Result<(Vec<Declaration>, Vec<String>), DiscoveryError> {
-    let done = run(
-        command,
-        &[],
-        cwd,
-        b"",
-        DISCOVERY_TIMEOUT,
-        &CancellationToken::new(),
-    )
-    .await
-    .map_err(DiscoveryError::Spawn)?;
+    let done = run(command, &[], cwd, b"", timeout, &CancellationToken::new())
+        .await
+        .map_err(DiscoveryError::Spawn)?;
     if done.timed_out {
-        return Err(DiscoveryError::Timeout(DISCOVERY_TIMEOUT));
+        return Err(DiscoveryError::Timeout(timeout));
     }
     if done.code != Some(0) {
         return Err(DiscoveryError::Failed {

@@ -19,6 +19,7 @@
 
 pub mod command;
 pub mod mcp;
+pub mod process;
 pub mod schema;
 pub mod settings;
 
@@ -146,7 +147,10 @@ impl Discovery {
             call_command: loaded.call_command.clone(),
             ..Default::default()
         };
-        match command::discover(&discovery, cwd).await {
+        let timeout = loaded
+            .discovery_timeout
+            .unwrap_or(command::DISCOVERY_TIMEOUT);
+        match command::discover(&discovery, cwd, timeout).await {
             Ok((decls, problems)) => {
                 state.problems = problems;
                 let builtin: BTreeSet<String> = self

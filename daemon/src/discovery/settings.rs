@@ -76,6 +76,9 @@ pub struct DiscoverySettings {
     pub servers: Vec<ServerConfig>,
     pub discovery_command: Option<String>,
     pub call_command: Option<String>,
+    /// `tools.discoveryTimeout` (ms): how long the discovery command may
+    /// run (our extension; the reference has no limit).
+    pub discovery_timeout: Option<Duration>,
     /// Entries that could not be used, with why.
     pub problems: Vec<String>,
 }
@@ -115,6 +118,11 @@ pub fn parse(value: &Value, scope: &str) -> DiscoverySettings {
     };
     out.discovery_command = string_at("/tools/discoveryCommand", "toolDiscoveryCommand");
     out.call_command = string_at("/tools/callCommand", "toolCallCommand");
+    out.discovery_timeout = value
+        .pointer("/tools/discoveryTimeout")
+        .and_then(Value::as_u64)
+        .filter(|ms| *ms > 0)
+        .map(Duration::from_millis);
     if let Some(servers) = value.get("mcpServers").and_then(Value::as_object) {
         for (name, entry) in servers {
             match server(name, entry, scope) {

@@ -228,13 +228,14 @@ fn keep_or_replace(
         return;
     }
     problems.extend(errors.iter().map(|e| e.to_string()));
-    if by_file.contains_key(&path) {
-        problems.push(format!(
+    match by_file.entry(path) {
+        std::collections::btree_map::Entry::Occupied(kept) => problems.push(format!(
             "{}: keeping the rules it had before this change",
-            path.display()
-        ));
-    } else {
-        by_file.insert(path, rules);
+            kept.key().display()
+        )),
+        std::collections::btree_map::Entry::Vacant(slot) => {
+            slot.insert(rules);
+        }
     }
 }
 

@@ -283,7 +283,10 @@ impl GeminidApiServer for RpcHandler {
         mcp::restart(&self.daemon, &name).await
     }
 
-    async fn rediscover_tools(&self, session_id: Option<String>) -> RpcResult<CommandDiscoveryInfo> {
+    async fn rediscover_tools(
+        &self,
+        session_id: Option<String>,
+    ) -> RpcResult<CommandDiscoveryInfo> {
         mcp::rediscover(&self.daemon, session_id).await
     }
 }

@@ -59,7 +59,10 @@ impl ToolRegistry {
             return Some(tool.clone());
         }
         let aliases = self.aliases.read().unwrap_or_else(|e| e.into_inner());
-        aliases.get(name).and_then(|target| tools.get(target)).cloned()
+        aliases
+            .get(name)
+            .and_then(|target| tools.get(target))
+            .cloned()
     }
 
     /// Replaces, in one step, every tool whose source satisfies `owned` (and

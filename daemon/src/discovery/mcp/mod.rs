@@ -10,6 +10,7 @@
 
 pub mod connect;
 pub mod content;
+pub mod listing;
 pub mod probe;
 pub mod server;
 pub mod sse;

@@ -16,7 +16,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::connect::{self, Hooks};
 use super::content;
-use crate::discovery::schema;
+use super::listing;
+pub use super::listing::{PromptInfo, RemoteTool};
 use crate::discovery::settings::ServerConfig;
 use crate::tools::{OutputSink, ToolError, ToolErrorKind, ToolResult};
 
@@ -40,21 +41,6 @@ impl Status {
             Status::Disconnected => "disconnected",
         }
     }
-}
-
-/// A tool as the server declares it (schema already sanitized).
-#[derive(Debug, Clone)]
-pub struct RemoteTool {
-    pub name: String,
-    pub description: String,
-    pub schema: Value,
-}
-
-#[derive(Debug, Clone)]
-pub struct PromptInfo {
-    pub name: String,
-    pub description: Option<String>,
-    pub arguments: Vec<String>,
 }
 
 /// A snapshot of a server for `mcp.list`.
@@ -270,53 +256,8 @@ impl Server {
             Ok(Ok(prompts)) => prompts,
             Ok(Err(_)) | Err(_) => Vec::new(),
         };
-        let tools: Vec<RemoteTool> = tools
-            .iter()
-            .filter_map(|t| serde_json::to_value(t).ok())
-            .filter_map(|t| {
-                let name = t.get("name")?.as_str()?.to_owned();
-                self.config.tool_enabled(&name).then(|| RemoteTool {
-                    description: t
-                        .get("description")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                    schema: schema::sanitize(t.get("inputSchema")),
-                    name,
-                })
-            })
-            .collect();
-        let prompts = prompts
-            .iter()
-            .filter_map(|p| serde_json::to_value(p).ok())
-            .filter_map(|p| {
-                Some(PromptInfo {
-                    name: p.get("name")?.as_str()?.to_owned(),
-                    description: p
-                        .get("description")
-                        .and_then(Value::as_str)
-                        .map(str::to_owned),
-                    arguments: p
-                        .get("arguments")
-                        .and_then(Value::as_array)
-                        .map(|args| {
-                            args.iter()
-                                .filter_map(|a| {
-                                    let name = a.get("name")?.as_str()?;
-                                    let required =
-                                        a.get("required").and_then(Value::as_bool) == Some(true);
-                                    Some(if required {
-                                        format!("{name}*")
-                                    } else {
-                                        name.to_owned()
-                                    })
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default(),
-                })
-            })
-            .collect();
+        let tools = listing::tools(&tools, &self.config);
+        let prompts = listing::prompts(&prompts);
         let mut s = self.lock();
         s.tools = tools;
         s.prompts = prompts;

@@ -1,0 +1,75 @@
+//! `tools/list` and `prompts/list` answers to what the daemon keeps. Works
+//! on their JSON, so fields newer protocol versions add do no harm.
+
+use serde_json::Value;
+
+use crate::discovery::schema;
+use crate::discovery::settings::ServerConfig;
+
+/// A tool as the server declares it (schema already sanitized).
+#[derive(Debug, Clone)]
+pub struct RemoteTool {
+    pub name: String,
+    pub description: String,
+    pub schema: Value,
+}
+
+#[derive(Debug, Clone)]
+pub struct PromptInfo {
+    pub name: String,
+    pub description: Option<String>,
+    pub arguments: Vec<String>,
+}
+
+/// The server's tools that `includeTools`/`excludeTools` let through.
+pub fn tools(listed: &[rmcp::model::Tool], config: &ServerConfig) -> Vec<RemoteTool> {
+    listed
+        .iter()
+        .filter_map(|t| serde_json::to_value(t).ok())
+        .filter_map(|t| {
+            let name = t.get("name")?.as_str()?.to_owned();
+            config.tool_enabled(&name).then(|| RemoteTool {
+                description: t
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                schema: schema::sanitize(t.get("inputSchema")),
+                name,
+            })
+        })
+        .collect()
+}
+
+/// Prompts with their argument names (required ones marked `*`).
+pub fn prompts(listed: &[rmcp::model::Prompt]) -> Vec<PromptInfo> {
+    listed
+        .iter()
+        .filter_map(|p| serde_json::to_value(p).ok())
+        .filter_map(|p| {
+            let arguments = p
+                .get("arguments")
+                .and_then(Value::as_array)
+                .map(|args| args.iter().filter_map(argument).collect())
+                .unwrap_or_default();
+            Some(PromptInfo {
+                name: p.get("name")?.as_str()?.to_owned(),
+                description: p
+                    .get("description")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+                arguments,
+            })
+        })
+        .collect()
+}
+
+fn argument(a: &Value) -> Option<String> {
+    let name = a.get("name")?.as_str()?;
+    let required = a.get("required").and_then(Value::as_bool) == Some(true);
+    Some(if required {
+        format!("{name}*")
+    } else {
+        name.to_owned()
+    })
+}

@@ -1,0 +1,137 @@
+//! MCP connections over time: a server that dies, is down, comes back or
+//! is restarted, and calls cancelled while they run.
+
+mod peers;
+
+use std::time::{Duration, Instant};
+
+use geminid_protocol::event::EventPayload;
+use geminid_protocol::session::ApprovalMode;
+use geminid_protocol::tool::CallState;
+use geminid_tests::*;
+use peers::*;
+use serde_json::json;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn killed_server_is_unavailable_then_reconnects() {
+    let Some(p) = peers() else { return };
+    let d = daemon_with_settings(&json!({"mcpServers": {"e": {"command": everything(&p)}}}));
+    let c = d.client().await;
+    let mut sub_pid = server(&connected(&c, &["e"]).await, "e").pid.expect("pid");
+    let sid = session(&c, &d, ApprovalMode::Yolo).await;
+    let mut events = c.subscribe_session(sid.clone(), None).await.unwrap();
+
+    let group = rustix::process::Pid::from_raw(sub_pid as i32).expect("pid");
+    rustix::process::kill_process_group(group, rustix::process::Signal::KILL)
+        .expect("kill the server");
+    let started = Instant::now();
+    let during = run(&c, &sid, "echo", json!({"message": "x"})).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(10),
+        "a call to a dead server must not hang"
+    );
+    if during.state != CallState::Success {
+        assert_eq!(
+            during.error.as_ref().unwrap().kind,
+            "unavailable",
+            "{during:#?}"
+        );
+    }
+    let list = wait_list(&c, 60, |l| {
+        let s = server(l, "e");
+        s.status == "connected" && s.pid.is_some_and(|pid| pid != sub_pid)
+    })
+    .await;
+    sub_pid = server(&list, "e").pid.unwrap();
+    let after = run(&c, &sid, "echo", json!({"message": "back"})).await;
+    assert_eq!(after.state, CallState::Success, "{after:#?}");
+    // Sessions heard about it.
+    let seen = collect_until(&mut events, |e| {
+        matches!(&e.payload, EventPayload::McpServerStatus { status, .. } if status == "connected")
+    })
+    .await;
+    assert!(seen.iter().any(|e| matches!(&e.payload, EventPayload::McpServerStatus { status, .. } if status == "disconnected")));
+
+    // mcp.restart gives a fresh process.
+    let restarted = c.restart_mcp("e".into()).await.unwrap();
+    assert_eq!(restarted.status, "connected");
+    assert_ne!(restarted.pid, Some(sub_pid));
+    assert!(c.restart_mcp("nope".into()).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn cancelling_a_running_mcp_call_ends_it_at_once() {
+    let Some(p) = peers() else { return };
+    let d = daemon_with_settings(&json!({"mcpServers": {"e": {"command": everything(&p)}}}));
+    let c = d.client().await;
+    connected(&c, &["e"]).await;
+    let sid = session(&c, &d, ApprovalMode::Yolo).await;
+    let mut sub = c.subscribe_session(sid.clone(), None).await.unwrap();
+    let call = c
+        .call_tool(
+            sid.clone(),
+            "trigger-long-running-operation".into(),
+            Some(json!({"duration": 60, "steps": 60})),
+            None,
+        )
+        .await
+        .unwrap()
+        .call_id;
+    wait_state(&mut sub, &call, CallState::Executing).await;
+    let started = Instant::now();
+    c.cancel_session(sid.clone()).await.unwrap();
+    let events = collect_until(&mut sub, |e| is_final(e, &call)).await;
+    assert!(started.elapsed() < Duration::from_secs(5));
+    let last = events.last().unwrap();
+    assert!(
+        matches!(&last.payload, EventPayload::ToolCall(s) if s.state == CallState::Cancelled),
+        "{last:#?}"
+    );
+    // The connection is still good.
+    let echo = run(&c, &sid, "echo", json!({"message": "after"})).await;
+    assert_eq!(echo.state, CallState::Success);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn calls_fail_fast_while_the_server_is_down() {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(p) = peers() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let flag = dir.path().join("up");
+    let launcher = dir.path().join("launch.sh");
+    std::fs::write(
+        &launcher,
+        format!(
+            "#!/bin/sh\n[ -e {} ] || exit 1\nexec {}\n",
+            flag.display(),
+            everything(&p)
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&launcher, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(&flag, "").unwrap();
+    let d = daemon_with_settings(&json!({"mcpServers": {"e": {"command": launcher}}}));
+    let c = d.client().await;
+    let pid = server(&connected(&c, &["e"]).await, "e").pid.unwrap();
+    let sid = session(&c, &d, ApprovalMode::Yolo).await;
+
+    std::fs::remove_file(&flag).unwrap();
+    let group = rustix::process::Pid::from_raw(pid as i32).unwrap();
+    rustix::process::kill_process_group(group, rustix::process::Signal::KILL).unwrap();
+    wait_list(&c, 30, |l| server(l, "e").status == "disconnected").await;
+    let started = Instant::now();
+    let down = run(&c, &sid, "echo", json!({"message": "x"})).await;
+    assert!(started.elapsed() < Duration::from_secs(2));
+    let error = down.error.expect("an error");
+    assert_eq!(error.kind, "unavailable", "{error:?}");
+    assert!(
+        error.message.contains("MCP server e is unavailable"),
+        "{error:?}"
+    );
+
+    std::fs::write(&flag, "").unwrap();
+    let back = c.restart_mcp("e".into()).await.unwrap();
+    assert_eq!(back.status, "connected", "{back:#?}");
+    let up = run(&c, &sid, "echo", json!({"message": "y"})).await;
+    assert_eq!(up.state, CallState::Success, "{up:#?}");
+}
