@@ -90,4 +90,40 @@ fn main() {
     );
     let verdict = if median <= 15.0 { "PASS" } else { "FAIL" };
     println!("\nmedian {median:.2} ms, target <= 15 ms: {verdict}");
+    reference_anchor(&p, median);
+}
+
+/// The same call through the TypeScript SDK client from a fresh node
+/// process (see reference_mcp_echo.mjs), measured in the same run.
+fn reference_anchor(peers: &std::path::Path, ours_ms: f64) {
+    // The script must sit next to the peers' node_modules to resolve them.
+    let script = peers.join("reference_mcp_echo.mjs");
+    let source =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/reference_mcp_echo.mjs");
+    std::fs::copy(&source, &script).expect("copy the reference script");
+    let server = peers::everything(peers);
+    let runs: usize = std::env::var("MCP_BENCH_REFERENCE_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(10);
+    let mut samples: Vec<f64> = (0..runs)
+        .map(|_| {
+            let start = Instant::now();
+            let status = std::process::Command::new("node")
+                .arg(&script)
+                .arg(&server)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .status()
+                .expect("node");
+            assert!(status.success(), "the reference echo call failed");
+            start.elapsed().as_secs_f64() * 1000.0
+        })
+        .collect();
+    samples.sort_by(f64::total_cmp);
+    let median = samples[samples.len() / 2];
+    println!(
+        "\nanchor: the same echo through the TypeScript MCP SDK client from a fresh node process: median {median:.0} ms over {runs} runs ({:.0}x ours); the reference CLI also imports gemini-cli-core first (about 2 s)",
+        median / ours_ms
+    );
 }
