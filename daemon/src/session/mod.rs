@@ -2,6 +2,7 @@
 //! loads and creates them, and the sled store behind them.
 
 mod actor;
+mod blobs;
 mod driver;
 mod handle;
 mod manager;

@@ -17,6 +17,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use super::blobs::{Blobs, INLINE_MAX};
+
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
@@ -86,6 +88,7 @@ pub struct Store {
     db: sled::Db,
     tree: sled::Tree,
     wal: std::sync::Arc<super::wal::Wal>,
+    blobs: std::sync::Arc<Blobs>,
 }
 
 impl Store {
@@ -104,10 +107,13 @@ impl Store {
                 source,
             })?;
         let tree = db.open_tree("geminid")?;
-        let (wal, replayed) =
-            super::wal::Wal::open(dir, &|id, append| apply(&tree, id, append), &|| {
-                db.flush().map(drop).map_err(StoreError::from)
-            })?;
+        let blobs =
+            Blobs::open(dir).map_err(|e| StoreError::Io(format!("{}: {e}", dir.display())))?;
+        let (wal, replayed) = super::wal::Wal::open(
+            dir,
+            &|id, append, markers| apply(&tree, id, append, markers),
+            &|| db.flush().map(drop).map_err(StoreError::from),
+        )?;
         if replayed > 0 {
             tracing::info!(
                 batches = replayed,
@@ -118,14 +124,30 @@ impl Store {
             db,
             tree,
             wal: std::sync::Arc::new(wal),
+            blobs: std::sync::Arc::new(blobs),
         })
     }
 
     /// Applies `append` and logs it: once this returns, the batch survives
-    /// a crash of the daemon (see `wal.rs`).
+    /// a crash of the daemon (see `wal.rs`). Large events go to the
+    /// session's blob file first (`blobs.rs`); sled and the log get their
+    /// markers.
     pub fn commit(&self, id: &str, append: &Append) -> Result<(), StoreError> {
-        self.append(id, append)?;
-        self.wal.append(id, append)
+        check_id(id)?;
+        let mut markers = Vec::new();
+        for event in append
+            .events
+            .iter()
+            .filter(|e| e.json.get().len() > INLINE_MAX)
+        {
+            let marker = self
+                .blobs
+                .put(id, event.json.get().as_bytes())
+                .map_err(|e| StoreError::Io(format!("blob file of session {id}: {e}")))?;
+            markers.push((event.seq, marker));
+        }
+        apply(&self.tree, id, append, &markers)?;
+        self.wal.append(id, append, &markers)
     }
 
     /// Flushes sled and cuts the write-ahead log (blocking: run it off the
@@ -173,13 +195,16 @@ impl Store {
             }
         }
         self.tree.apply_batch(batch)?;
+        self.blobs
+            .remove(id)
+            .map_err(|e| StoreError::Io(format!("blob file of session {id}: {e}")))?;
         Ok(())
     }
 
-    /// Applies one append atomically to sled only (not durable until a
-    /// flush; [`Store::commit`] also logs it).
+    /// Applies one append atomically to sled only, every event inline (not
+    /// durable until a flush; [`Store::commit`] is the durable path).
     pub fn append(&self, id: &str, append: &Append) -> Result<(), StoreError> {
-        apply(&self.tree, id, append)
+        apply(&self.tree, id, append, &[])
     }
 
     /// Events with `since < seq <= upto`, in order.
@@ -200,15 +225,17 @@ impl Store {
         {
             let (key, value) = item?;
             let seq = seq_of(&key);
-            let text = std::str::from_utf8(&value).map_err(|_| StoreError::Corrupt {
+            let bytes = self.blobs.resolve(id, &value).map_err(|e| {
+                StoreError::Io(format!("blob file of session {id}, event {seq}: {e}"))
+            })?;
+            let text = String::from_utf8(bytes).map_err(|_| StoreError::Corrupt {
                 key: format!("{id}/{seq}"),
                 source: serde::de::Error::custom("event is not UTF-8"),
             })?;
-            let raw =
-                RawValue::from_string(text.to_owned()).map_err(|source| StoreError::Corrupt {
-                    key: format!("{id}/{seq}"),
-                    source,
-                })?;
+            let raw = RawValue::from_string(text).map_err(|source| StoreError::Corrupt {
+                key: format!("{id}/{seq}"),
+                source,
+            })?;
             out.push((seq, raw));
         }
         Ok(out)
@@ -253,8 +280,14 @@ impl Store {
     }
 }
 
-/// One append as one sled batch.
-fn apply(tree: &sled::Tree, id: &str, append: &Append) -> Result<(), StoreError> {
+/// One append as one sled batch; events listed in `markers` are stored as
+/// their blob marker instead of inline.
+fn apply(
+    tree: &sled::Tree,
+    id: &str,
+    append: &Append,
+    markers: &[(u64, Vec<u8>)],
+) -> Result<(), StoreError> {
     check_id(id)?;
     let mut batch = sled::Batch::default();
     if let Some(record) = &append.record {
@@ -265,7 +298,12 @@ fn apply(tree: &sled::Tree, id: &str, append: &Append) -> Result<(), StoreError>
         batch.insert(record_key(id), value);
     }
     for event in &append.events {
-        batch.insert(event_key(id, event.seq), event.json.get().as_bytes());
+        if !markers.iter().any(|(seq, _)| *seq == event.seq) {
+            batch.insert(event_key(id, event.seq), event.json.get().as_bytes());
+        }
+    }
+    for (seq, marker) in markers {
+        batch.insert(event_key(id, *seq), marker.as_slice());
     }
     for (call_id, open) in &append.open_calls {
         let mut key = prefixed(b'o', id);
@@ -400,6 +438,34 @@ mod tests {
         assert_eq!(store.last_seq(&a).unwrap(), 0);
         assert!(store.get_session(&a).unwrap().is_none());
         assert_eq!(store.last_seq(&b).unwrap(), 1);
+    }
+
+    #[test]
+    fn large_events_are_stored_out_of_line_and_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = new_session_id();
+        let big = format!("{{\"text\":\"{}\"}}", "x".repeat(INLINE_MAX + 10));
+        {
+            let store = Store::open(dir.path()).unwrap();
+            let append = Append {
+                events: vec![
+                    Published::new(1, raw("{\"small\":1}")),
+                    Published::new(2, raw(&big)),
+                    Published::new(3, raw("{\"small\":3}")),
+                ],
+                ..Append::default()
+            };
+            store.commit(&id, &append).unwrap();
+            let got = store.events(&id, 0, 3).unwrap();
+            assert_eq!(got[1].1.get(), big);
+            // Dropped without a checkpoint: the log must bring it back.
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let got = store.events(&id, 0, 3).unwrap();
+        let texts: Vec<&str> = got.iter().map(|(_, j)| j.get()).collect();
+        assert_eq!(texts, vec!["{\"small\":1}", big.as_str(), "{\"small\":3}"]);
+        store.delete_session(&id).unwrap();
+        assert!(!dir.path().join("blobs").join(&id).exists());
     }
 
     #[test]

@@ -27,11 +27,18 @@ use super::store::{Append, Published, SessionRecord, StoreError};
 /// How often sled is flushed and the log cut.
 pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
 
+/// How replay applies a logged batch: the session, the batch, and the
+/// `(seq, marker)` of events stored out of line.
+pub type Apply<'a> = dyn Fn(&str, &Append, &[(u64, Vec<u8>)]) -> Result<(), StoreError> + 'a;
+
 /// One line of the log, as written: one session's append, borrowed.
 #[derive(Serialize)]
 struct LineOut<'a> {
     s: &'a str,
     e: Vec<(u64, &'a RawValue)>,
+    /// Events stored out of line: `(seq, blob marker)`.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    b: &'a [(u64, Vec<u8>)],
     o: &'a [(String, Option<Vec<u8>>)],
     r: Option<&'a SessionRecord>,
 }
@@ -42,6 +49,8 @@ struct Line {
     s: String,
     #[serde(default)]
     e: Vec<(u64, Box<RawValue>)>,
+    #[serde(default)]
+    b: Vec<(u64, Vec<u8>)>,
     #[serde(default)]
     o: Vec<(String, Option<Vec<u8>>)>,
     #[serde(default)]
@@ -67,7 +76,7 @@ impl Wal {
     /// how many batches were replayed.
     pub fn open(
         dir: &Path,
-        apply: &dyn Fn(&str, &Append) -> Result<(), StoreError>,
+        apply: &Apply<'_>,
         flush: &dyn Fn() -> Result<(), StoreError>,
     ) -> Result<(Wal, usize), StoreError> {
         let io = |e: std::io::Error| StoreError::Io(format!("{}: {e}", dir.display()));
@@ -93,10 +102,23 @@ impl Wal {
     }
 
     /// Appends one session's batch with a single write.
-    pub fn append(&self, session: &str, append: &Append) -> Result<(), StoreError> {
+    /// Events whose seq is in `markers` are logged as their blob marker
+    /// (the blob itself is already written).
+    pub fn append(
+        &self,
+        session: &str,
+        append: &Append,
+        markers: &[(u64, Vec<u8>)],
+    ) -> Result<(), StoreError> {
         let line = LineOut {
             s: session,
-            e: append.events.iter().map(|e| (e.seq, &*e.json)).collect(),
+            e: append
+                .events
+                .iter()
+                .filter(|e| !markers.iter().any(|(seq, _)| *seq == e.seq))
+                .map(|e| (e.seq, &*e.json))
+                .collect(),
+            b: markers,
             o: &append.open_calls,
             r: append.record.as_ref(),
         };
@@ -167,10 +189,7 @@ fn segments(dir: &Path) -> std::io::Result<Vec<(u64, PathBuf)>> {
 
 /// Applies every complete line of a segment. A torn last line (the daemon
 /// died inside a write) was never acknowledged to anyone and is skipped.
-fn replay(
-    path: &Path,
-    apply: &dyn Fn(&str, &Append) -> Result<(), StoreError>,
-) -> Result<usize, StoreError> {
+fn replay(path: &Path, apply: &Apply<'_>) -> Result<usize, StoreError> {
     let file = File::open(path).map_err(|e| StoreError::Io(format!("{}: {e}", path.display())))?;
     let mut count = 0;
     for line in BufReader::new(file).split(b'\n') {
@@ -190,6 +209,7 @@ fn replay(
                 open_calls: parsed.o,
                 record: parsed.r,
             },
+            &parsed.b,
         )?;
         count += 1;
     }
@@ -211,14 +231,14 @@ mod tests {
         let id = new_session_id();
         {
             // Log only, as if sled had lost its unflushed buffers in a crash.
-            let (wal, _) = Wal::open(dir.path(), &|_, _| Ok(()), &|| Ok(())).unwrap();
+            let (wal, _) = Wal::open(dir.path(), &|_, _, _| Ok(()), &|| Ok(())).unwrap();
             for seq in 1..=3 {
                 let append = Append {
                     events: vec![Published::new(seq, raw(&format!("{{\"n\":{seq}}}")))],
                     open_calls: vec![(format!("call-{seq}"), Some(b"x".to_vec()))],
                     record: None,
                 };
-                wal.append(&id, &append).unwrap();
+                wal.append(&id, &append, &[]).unwrap();
             }
             // A torn final line from a write cut short.
             let mut f = OpenOptions::new()
