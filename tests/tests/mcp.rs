@@ -182,6 +182,10 @@ async fn python_sdk_stdio_server() {
     let Some(p) = peers() else { return };
     let python = p.join(".venv/bin/python");
     if !python.exists() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no Python venv in the test peers under CI"
+        );
         eprintln!("SKIPPED: no Python venv in the test peers");
         return;
     }
@@ -194,6 +198,53 @@ async fn python_sdk_stdio_server() {
     let r = run(&c, &sid, "add", json!({"a": 2, "b": 3})).await;
     assert_eq!(r.state, CallState::Success, "{r:#?}");
     assert!(result_json(&r).to_string().contains('5'));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn filesystem_server_reads_inside_its_root_and_refuses_outside() {
+    let Some(p) = peers() else { return };
+    let root = tempfile::tempdir().unwrap();
+    let root_path = root.path().canonicalize().unwrap();
+    std::fs::write(root_path.join("note.txt"), "filesystem peer works\n").unwrap();
+    let d = daemon_with_settings(&json!({"mcpServers": {"fs": {
+        "command": p.join("node_modules/.bin/mcp-server-filesystem"),
+        "args": [root_path]
+    }}}));
+    let c = d.client().await;
+    connected(&c, &["fs"]).await;
+    let tools = c.list_tools(None).await.unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert!(
+        names.contains(&"fs__read_file"),
+        "its read_file clashes with the built-in, so it is qualified: {names:?}"
+    );
+    let sid = session(&c, &d, ApprovalMode::Yolo).await;
+    let inside = run(
+        &c,
+        &sid,
+        "fs__read_text_file",
+        json!({"path": root_path.join("note.txt")}),
+    )
+    .await;
+    assert_eq!(inside.state, CallState::Success, "{inside:#?}");
+    assert!(
+        result_json(&inside)
+            .to_string()
+            .contains("filesystem peer works")
+    );
+    let outside = run(
+        &c,
+        &sid,
+        "fs__read_text_file",
+        json!({"path": "/etc/passwd"}),
+    )
+    .await;
+    assert_eq!(outside.state, CallState::Error, "{outside:#?}");
+    let message = outside.error.map(|e| e.message).unwrap_or_default();
+    assert!(
+        message.to_lowercase().contains("denied"),
+        "the server's isError result becomes a tool error: {message}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
