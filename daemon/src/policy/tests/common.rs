@@ -2,8 +2,8 @@
 #![allow(dead_code)]
 
 use crate::policy::{
-    ApprovalMode, PolicyEngine, PolicyInput, PolicyVerdict, Tier, ToolKind, default_rules,
-    parse_policy,
+    ApprovalMode, Decision, PolicyEngine, PolicyInput, PolicyVerdict, Tier, ToolKind,
+    default_rules, parse_policy,
 };
 use serde_json::{Value, json};
 
@@ -51,4 +51,32 @@ pub fn tool_verdict(
         mode,
         interactive,
     })
+}
+
+/// A one-rule TOML file.
+pub fn rule(tool: &str, decision: &str, priority: u16) -> String {
+    format!("[[rule]]\ntoolName = \"{tool}\"\ndecision = \"{decision}\"\npriority = {priority}\n")
+}
+
+/// An engine of the defaults plus the given files, each in its tier.
+pub fn tiered(files: &[(&str, Tier)]) -> PolicyEngine {
+    let mut rules = default_rules();
+    for (text, tier) in files {
+        let (mut found, errors) = parse_policy(text, &format!("{tier:?}.toml"), *tier);
+        assert!(errors.is_empty(), "{errors:?}");
+        rules.append(&mut found);
+    }
+    PolicyEngine::new(rules)
+}
+
+/// The decision for one call (interactive).
+pub fn decide(
+    e: &PolicyEngine,
+    tool: &str,
+    server: Option<&str>,
+    kind: ToolKind,
+    args: Value,
+    mode: ApprovalMode,
+) -> Decision {
+    tool_verdict(e, tool, server, kind, &args, mode, true).decision
 }

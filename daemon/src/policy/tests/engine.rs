@@ -1,40 +1,13 @@
 //! Tiers, priorities, modes, defaults, argsPattern, MCP matching,
 //! non-interactive use and shell verdict details.
 
-use super::common::{engine, tool_verdict};
-use crate::policy::{
-    ApprovalMode, Decision, PolicyEngine, Tier, ToolKind, default_rules, parse_policy,
-};
+use super::common::{decide, engine, rule, tiered, tool_verdict};
+use crate::policy::{ApprovalMode, Decision, PolicyEngine, Tier, ToolKind};
 use serde_json::{Value, json};
 
 const D: ApprovalMode = ApprovalMode::Default;
 const AE: ApprovalMode = ApprovalMode::AutoEdit;
 const Y: ApprovalMode = ApprovalMode::Yolo;
-
-fn rule(tool: &str, decision: &str, priority: u16) -> String {
-    format!("[[rule]]\ntoolName = \"{tool}\"\ndecision = \"{decision}\"\npriority = {priority}\n")
-}
-
-fn tiered(files: &[(&str, Tier)]) -> PolicyEngine {
-    let mut rules = default_rules();
-    for (text, tier) in files {
-        let (mut found, errors) = parse_policy(text, &format!("{tier:?}.toml"), *tier);
-        assert!(errors.is_empty(), "{errors:?}");
-        rules.append(&mut found);
-    }
-    PolicyEngine::new(rules)
-}
-
-fn decide(
-    e: &PolicyEngine,
-    tool: &str,
-    server: Option<&str>,
-    kind: ToolKind,
-    args: Value,
-    mode: ApprovalMode,
-) -> Decision {
-    tool_verdict(e, tool, server, kind, &args, mode, true).decision
-}
 
 #[test]
 fn tier_and_priority_table() {

@@ -1,7 +1,7 @@
 //! Rule sources: settings lists, the session allowlist, saved rules, policy
 //! directories and the admin directory check.
 
-use super::common::tool_verdict;
+use super::common::{decide, rule, tiered};
 use crate::policy::dir::DirMeta;
 use crate::policy::{
     ApprovalMode, Decision, PolicyEngine, PolicyInput, SavedRule, SessionAllowlist, Tier, ToolKind,
@@ -11,31 +11,6 @@ use serde_json::{Value, json};
 
 const D: ApprovalMode = ApprovalMode::Default;
 const Y: ApprovalMode = ApprovalMode::Yolo;
-
-fn rule(tool: &str, decision: &str, priority: u16) -> String {
-    format!("[[rule]]\ntoolName = \"{tool}\"\ndecision = \"{decision}\"\npriority = {priority}\n")
-}
-
-fn tiered(files: &[(&str, Tier)]) -> PolicyEngine {
-    let mut rules = default_rules();
-    for (text, tier) in files {
-        let (mut found, errors) = parse_policy(text, &format!("{tier:?}.toml"), *tier);
-        assert!(errors.is_empty(), "{errors:?}");
-        rules.append(&mut found);
-    }
-    PolicyEngine::new(rules)
-}
-
-fn decide(
-    e: &PolicyEngine,
-    tool: &str,
-    server: Option<&str>,
-    kind: ToolKind,
-    args: Value,
-    mode: ApprovalMode,
-) -> Decision {
-    tool_verdict(e, tool, server, kind, &args, mode, true).decision
-}
 
 #[test]
 fn settings_table() {
