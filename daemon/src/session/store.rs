@@ -458,7 +458,15 @@ mod tests {
             store.commit(&id, &append).unwrap();
             let got = store.events(&id, 0, 3).unwrap();
             assert_eq!(got[1].1.get(), big);
-            // Dropped without a checkpoint: the log must bring it back.
+            // The large event went to the blob file; sled holds a marker.
+            let blob = dir.path().join("blobs").join(&id);
+            assert_eq!(std::fs::metadata(&blob).unwrap().len(), big.len() as u64);
+            let stored = store.tree.get(event_key(&id, 2)).unwrap().unwrap();
+            assert!(
+                stored.len() < 64,
+                "sled holds a marker, not {} bytes",
+                stored.len()
+            );
         }
         let store = Store::open(dir.path()).unwrap();
         let got = store.events(&id, 0, 3).unwrap();

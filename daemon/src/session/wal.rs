@@ -258,6 +258,33 @@ mod tests {
     }
 
     #[test]
+    fn logged_blob_markers_replay_to_the_blob() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = new_session_id();
+        let big = format!("{{\"text\":\"{}\"}}", "y".repeat(1000));
+        {
+            // As after a crash: the blob and the log line were written, sled
+            // kept nothing.
+            let blobs = crate::session::blobs::Blobs::open(dir.path()).unwrap();
+            let marker = blobs.put(&id, big.as_bytes()).unwrap();
+            let (wal, _) = Wal::open(dir.path(), &|_, _, _| Ok(()), &|| Ok(())).unwrap();
+            let append = Append {
+                events: vec![Published::new(1, raw(&big))],
+                ..Append::default()
+            };
+            wal.append(&id, &append, &[(1, marker)]).unwrap();
+            let logged = std::fs::read_to_string(segment_path(dir.path(), 1)).unwrap();
+            assert!(
+                logged.len() < 200,
+                "the log holds the marker, not the event"
+            );
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let got = store.events(&id, 0, 1).unwrap();
+        assert_eq!(got[0].1.get(), big);
+    }
+
+    #[test]
     fn checkpoint_cuts_the_log() {
         let dir = tempfile::tempdir().unwrap();
         let id = new_session_id();
