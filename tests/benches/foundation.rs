@@ -40,7 +40,7 @@ fn main() {
     let wants = |name: &str| selected.is_empty() || selected.iter().any(|s| s == name);
 
     check_binaries();
-    print_machine();
+    print_header();
 
     let mut rows = Vec::new();
     if wants("rss") {
@@ -93,35 +93,17 @@ fn check_binaries() {
     }
 }
 
-fn print_machine() {
+fn print_header() {
     println!("# geminid foundation benchmarks\n");
     let when = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
         .unwrap_or(0);
     println!("- unix time: {when}");
-    let cpus = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(0);
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".to_owned());
-    println!("- cpus: {cpus} ({model})");
+    print_machine();
     println!("- daemon: {}", geminid_bin().display());
     println!("- gemctl: {}", gemctl_bin().display());
     print_load("load average at the start");
-}
-
-fn print_load(label: &str) {
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let load: Vec<&str> = load.split_whitespace().take(3).collect();
-    println!("- {label}: {}", load.join(" "));
 }
 
 // ---------------------------------------------------------------------------

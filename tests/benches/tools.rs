@@ -72,7 +72,7 @@ fn main() {
     let corpus = ensure_corpus();
     println!("- corpus: {}", corpus.display());
     println!("- runs: median of {n} warm runs (after 1 warm-up) per figure");
-    print_machine();
+    print_machine_and_load();
 
     let d = TestDaemon::start();
     let mut conn = Conn::open(&d.socket);
@@ -710,25 +710,7 @@ fn found_count(text: &str) -> usize {
         .unwrap_or_else(|| panic!("unexpected output: {text:.200}"))
 }
 
-fn print_machine() {
-    let cpus = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(0);
-    let model = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_owned())
-        })
-        .unwrap_or_else(|| "unknown".to_owned());
-    println!("- cpus: {cpus} ({model})");
+fn print_machine_and_load() {
+    print_machine();
     print_load("load average at the start");
-}
-
-fn print_load(label: &str) {
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
-    let parts: Vec<&str> = load.split_whitespace().take(3).collect();
-    println!("- {label}: {}", parts.join(" "));
 }

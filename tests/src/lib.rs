@@ -307,3 +307,41 @@ impl RawConn {
         }
     }
 }
+
+/// Prints the machine a benchmark ran on: core count and CPU model.
+pub fn print_machine() {
+    let cpus = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    let model = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_owned())
+        })
+        .unwrap_or_else(|| "unknown".to_owned());
+    println!("- cpus: {cpus} ({model})");
+}
+
+/// Prints the 1, 5 and 15 minute load averages: on 2 cores they say how
+/// much a figure can be trusted.
+pub fn print_load(label: &str) {
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let parts: Vec<&str> = load.split_whitespace().take(3).collect();
+    println!("- {label}: {}", parts.join(" "));
+}
+
+/// Calls `tool` with `args` in `session` and waits for its final snapshot.
+pub async fn call_and_wait(
+    client: &Client,
+    session: &str,
+    tool: &str,
+    args: Value,
+) -> geminid_protocol::tool::ToolCallStarted {
+    client
+        .call_tool(session.to_owned(), tool.to_owned(), Some(args), Some(true))
+        .await
+        .expect("tool.call")
+}

@@ -278,15 +278,13 @@ async fn attach_replays_the_history() {
     std::fs::write(d.workspace.join("a.txt"), "alpha\n").unwrap();
     let c = d.client().await;
     let session = new_session(&c, &d.workspace).await;
-    let done = c
-        .call_tool(
-            session.clone(),
-            "read_file".into(),
-            Some(json!({"absolute_path": d.workspace.join("a.txt")})),
-            Some(true),
-        )
-        .await
-        .unwrap();
+    let done = call_and_wait(
+        &c,
+        &session,
+        "read_file",
+        json!({"absolute_path": d.workspace.join("a.txt")}),
+    )
+    .await;
     let call = done.call_id;
     let last_seq = c.get_session(session.clone()).await.unwrap().last_seq;
 

@@ -116,15 +116,13 @@ async fn sigterm_exits_0_and_a_restart_keeps_sessions_and_events() {
     let (session, call) = {
         let c = d.client().await;
         let session = new_session(&c, &d.workspace).await;
-        let done = c
-            .call_tool(
-                session.clone(),
-                "read_file".into(),
-                Some(json!({"absolute_path": d.workspace.join("a.txt")})),
-                Some(true),
-            )
-            .await
-            .unwrap();
+        let done = call_and_wait(
+            &c,
+            &session,
+            "read_file",
+            json!({"absolute_path": d.workspace.join("a.txt")}),
+        )
+        .await;
         (session, done.call_id)
     };
     assert_eq!(d.terminate(), Some(0), "SIGTERM is a clean exit");

@@ -94,10 +94,6 @@ impl LivePolicy {
             .clone()
     }
 
-    pub fn sources(&self) -> &PolicySources {
-        &self.sources
-    }
-
     /// Reads every source again and swaps the rule set. Returns the problems.
     pub fn reload(&self) -> Vec<String> {
         let mut problems = Vec::new();

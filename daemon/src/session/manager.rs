@@ -132,10 +132,6 @@ impl SessionManager {
         Ok(out)
     }
 
-    pub fn is_loaded(&self, id: &str) -> bool {
-        self.lock().get(id).is_some_and(|h| !h.is_stopped())
-    }
-
     pub fn loaded_count(&self) -> usize {
         self.lock().values().filter(|h| !h.is_stopped()).count()
     }
