@@ -25,6 +25,8 @@ pub struct DaemonConfig {
     /// System settings (`GEMINID_SYSTEM_SETTINGS`, else
     /// `/etc/gemini-cli/settings.json`).
     pub system_settings: PathBuf,
+    /// Limits of one turn (`GEMINID_MAX_STEPS`, `GEMINID_LOOP_THRESHOLD`).
+    pub turn_limits: crate::session::turn::TurnLimits,
 }
 
 /// Where and how to reach the Gemini API.
@@ -77,6 +79,7 @@ impl DaemonConfig {
                 .unwrap_or_else(|| PathBuf::from("/etc/gemini-cli/policies")),
             system_settings: env_path("GEMINID_SYSTEM_SETTINGS")
                 .unwrap_or_else(|| PathBuf::from("/etc/gemini-cli/settings.json")),
+            turn_limits: turn_limits_from_env(),
         }
     }
 }
@@ -87,6 +90,20 @@ pub fn default_data_dir() -> PathBuf {
         return PathBuf::from(dir).join("geminid");
     }
     home().join(".local/share/geminid")
+}
+
+fn turn_limits_from_env() -> crate::session::turn::TurnLimits {
+    let defaults = crate::session::turn::TurnLimits::default();
+    let number = |name: &str| {
+        std::env::var(name)
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .filter(|n| *n > 0)
+    };
+    crate::session::turn::TurnLimits {
+        max_steps: number("GEMINID_MAX_STEPS").unwrap_or(defaults.max_steps),
+        loop_threshold: number("GEMINID_LOOP_THRESHOLD").unwrap_or(defaults.loop_threshold),
+    }
 }
 
 fn env_path(name: &str) -> Option<PathBuf> {

@@ -19,6 +19,10 @@ pub struct Daemon {
     pub policy: Arc<LivePolicy>,
     /// MCP servers and the discovery command.
     pub discovery: Arc<Discovery>,
+    /// The model prompts go to.
+    pub model: Arc<crate::model::ModelSlot>,
+    /// GEMINI.md memory per workspace.
+    pub memory: Arc<crate::memory::MemoryCache>,
     policy_watcher: Mutex<Option<PolicyWatcher>>,
     /// Fired to stop the daemon (signal, `daemon.shutdown`).
     pub shutdown: CancellationToken,
@@ -41,11 +45,18 @@ impl Daemon {
             }
         }
         let policy = LivePolicy::load(config.policy_sources());
+        let model = Arc::new(crate::model::ModelSlot::new(
+            &config.user_gemini_dir.join("settings.json"),
+        ));
+        let memory = Arc::new(crate::memory::MemoryCache::new(&config.user_gemini_dir));
         let sessions = SessionManager::new(ActorDeps {
             store,
             registry: registry.clone(),
             policy: policy.clone(),
             max_parallel: config.max_parallel_calls,
+            model: model.clone(),
+            memory: memory.clone(),
+            turn_limits: config.turn_limits,
         });
         // Status changes go to the daemon's sessions, which exist only once
         // the daemon does: the callback finds it through a late-set weak link.
@@ -76,6 +87,8 @@ impl Daemon {
             registry,
             policy,
             discovery,
+            model,
+            memory,
             policy_watcher: Mutex::new(None),
             shutdown,
             started: Instant::now(),
@@ -86,6 +99,7 @@ impl Daemon {
         // In the background: the socket is never delayed by MCP servers.
         if tokio::runtime::Handle::try_current().is_ok() {
             daemon.discovery.start();
+            daemon.sessions.resume_pending_prompts();
         }
         Ok(daemon)
     }

@@ -9,11 +9,13 @@ pub mod config;
 pub mod daemon;
 pub mod discovery;
 pub mod memory;
+pub mod model;
 pub mod policy;
 pub mod rpc;
 pub mod scheduler;
 pub mod server;
 pub mod session;
+pub mod sse;
 pub mod tools;
 pub mod wire;
 

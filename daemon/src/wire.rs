@@ -282,3 +282,45 @@ pub fn policy_rule(rule: &PolicyRule) -> wp::PolicyRuleInfo {
         allow_redirection: rule.allow_redirection,
     }
 }
+
+/// A history entry as the wire's Gemini-shaped JSON.
+pub fn history_entry(content: &crate::model::Content) -> serde_json::Value {
+    serde_json::to_value(content).unwrap_or(serde_json::Value::Null)
+}
+
+/// The model configuration, for `daemon.status`.
+pub fn model_status(config: &crate::model::ModelConfig) -> geminid_protocol::turn::ModelStatus {
+    geminid_protocol::turn::ModelStatus {
+        provider: config.provider.label().to_owned(),
+        model: config.model.clone(),
+        base_url: config.base_url.clone(),
+        key_present: config.api_key.is_some(),
+        key_source: config.key_source.clone(),
+        problem: config.problem(),
+    }
+}
+
+/// A workspace's memory, for `memory.show`.
+pub fn memory_info(
+    workspace: &std::path::Path,
+    memory: &crate::memory::Memory,
+) -> geminid_protocol::turn::MemoryInfo {
+    fn node(tree: &crate::memory::ImportTree) -> geminid_protocol::turn::ImportNode {
+        geminid_protocol::turn::ImportNode {
+            path: tree.path.display().to_string(),
+            imports: tree.imports.iter().map(node).collect(),
+        }
+    }
+    geminid_protocol::turn::MemoryInfo {
+        workspace: workspace.display().to_string(),
+        text: memory.text.clone(),
+        files: memory
+            .files
+            .iter()
+            .map(|file| geminid_protocol::turn::ImportNode {
+                path: file.path.display().to_string(),
+                imports: file.tree.imports.iter().map(node).collect(),
+            })
+            .collect(),
+    }
+}

@@ -12,6 +12,7 @@ use crate::mcp::{CommandDiscoveryInfo, McpList, McpServerInfo};
 use crate::policy::{PolicyCheckResult, PolicyList};
 use crate::session::{Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SessionInfo};
 use crate::tool::{ConfirmResult, ConfirmationOutcome, ToolCallStarted, ToolInfo};
+use crate::turn::{HistoryPage, MemoryInfo, PromptAccepted};
 
 /// Every method the daemon serves.
 #[rpc(server, client)]
@@ -62,13 +63,58 @@ pub trait GeminidApi {
         #[argument(rename = "sessionId")] session_id: String,
     ) -> RpcResult<Ack>;
 
-    /// `session.cancel {sessionId}`: cancels every call of the session that
-    /// has not finished (waiting, awaiting approval or executing).
+    /// `session.cancel {sessionId}`: cancels the running turn (its model
+    /// stream ends, it finishes as `cancelled`) and every call of the
+    /// session that has not finished (waiting, awaiting approval or
+    /// executing). Queued prompts stay queued.
     #[method(name = "session.cancel", param_kind = map)]
     async fn cancel_session(
         &self,
         #[argument(rename = "sessionId")] session_id: String,
     ) -> RpcResult<Ack>;
+
+    /// `session.prompt {sessionId, text}`: queues a prompt (FIFO per
+    /// session, from any client) and returns its turn id at once. The turn
+    /// streams `turnStarted`, `userMessage`, `modelText`/`modelThought`
+    /// deltas and `toolCall` snapshots, and ends with `turnFinished`. It
+    /// keeps running when the client disconnects. Without a usable model
+    /// the answer is error -32040, saying how to configure one.
+    #[method(name = "session.prompt", param_kind = map)]
+    async fn prompt(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+        text: String,
+    ) -> RpcResult<PromptAccepted>;
+
+    /// `session.history {sessionId, offset?, limit?}`: a page of the
+    /// conversation with the model (default: everything from 0, at most
+    /// 100 entries per page).
+    #[method(name = "session.history", param_kind = map)]
+    async fn history(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+        offset: Option<u64>,
+        limit: Option<u64>,
+    ) -> RpcResult<HistoryPage>;
+
+    /// `memory.show {sessionId? | cwd?}`: the GEMINI.md memory the model
+    /// gets for that workspace: the merged text and each file's imports.
+    #[method(name = "memory.show", param_kind = map)]
+    async fn show_memory(
+        &self,
+        #[argument(rename = "sessionId")] session_id: Option<String>,
+        cwd: Option<String>,
+    ) -> RpcResult<MemoryInfo>;
+
+    /// `memory.reload {sessionId? | cwd?}`: reads the memory again (edits
+    /// to loaded files are picked up by themselves; this also finds new
+    /// files).
+    #[method(name = "memory.reload", param_kind = map)]
+    async fn reload_memory(
+        &self,
+        #[argument(rename = "sessionId")] session_id: Option<String>,
+        cwd: Option<String>,
+    ) -> RpcResult<MemoryInfo>;
 
     /// `session.setApprovalMode {sessionId, approvalMode}`. Emits
     /// `approvalModeChanged`.

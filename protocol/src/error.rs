@@ -29,5 +29,7 @@ pub const CALL_NOT_FOUND: i32 = -32011;
 pub const TOOL_NOT_FOUND: i32 = -32012;
 /// The daemon is shutting down and accepts no new work.
 pub const SHUTTING_DOWN: i32 = -32020;
+/// No model is configured, or the configuration is incomplete.
+pub const MODEL_NOT_CONFIGURED: i32 = -32040;
 /// The session store failed (disk full, read-only, corrupt).
 pub const STORE_ERROR: i32 = -32030;

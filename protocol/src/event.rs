@@ -35,6 +35,10 @@ pub enum EventPayload {
         interactive: bool,
         title: Option<String>,
     },
+    /// A prompt was submitted; its turn starts when the turns before it
+    /// have finished.
+    #[serde(rename_all = "camelCase")]
+    PromptQueued { turn_id: String, text: String },
     /// A turn began (a prompt was taken up).
     #[serde(rename_all = "camelCase")]
     TurnStarted { turn_id: String },
@@ -53,10 +57,14 @@ pub enum EventPayload {
     #[serde(rename_all = "camelCase")]
     TurnFinished {
         turn_id: String,
-        /// `completed`, `cancelled`, `error`, `max_steps`, `loop_detected`.
+        /// `completed`, `cancelled`, `error`, `max_steps`, `loop_detected`,
+        /// `interrupted` (the daemon stopped during the turn).
         reason: String,
         input_tokens: Option<u64>,
         output_tokens: Option<u64>,
+        /// What went wrong, for `error`, `max_steps`, `loop_detected`.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        message: Option<String>,
     },
     /// The approval mode changed.
     #[serde(rename_all = "camelCase")]

@@ -20,6 +20,7 @@ pub mod paths;
 pub mod policy;
 pub mod session;
 pub mod tool;
+pub mod turn;
 
 pub use api::{GeminidApiClient, GeminidApiServer};
 pub use event::{EventPayload, SessionEvent};

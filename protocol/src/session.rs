@@ -123,6 +123,8 @@ pub struct DaemonStatus {
     pub tools: u64,
     /// Resident memory of the daemon in bytes, when the platform tells.
     pub rss_bytes: Option<u64>,
+    /// The model prompts would use, and whether it is usable.
+    pub model: Option<crate::turn::ModelStatus>,
 }
 
 /// Result of `session.delete`, `session.cancel` and other yes/no requests.

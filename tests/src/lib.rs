@@ -13,6 +13,8 @@ use serde_json::{Value, json};
 
 pub use gemctl::{Client, GeminidApiClient};
 
+pub mod fake_model;
+
 /// The daemon binary under test.
 pub fn geminid_bin() -> PathBuf {
     sibling_bin("geminid-it")
@@ -93,6 +95,9 @@ impl TestDaemon {
                 self.home().join("no-system-settings.json"),
             )
             .env_remove("GEMINI_API_KEY")
+            .env_remove("GEMINI_MODEL")
+            .env_remove("GOOGLE_GEMINI_BASE_URL")
+            .env_remove("OPENAI_API_KEY")
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
             .spawn()

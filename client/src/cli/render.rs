@@ -137,6 +137,7 @@ pub fn event_line(event: &SessionEvent) -> Option<String> {
         } => {
             format!("session created in {cwd} (mode {approval_mode})")
         }
+        EventPayload::PromptQueued { turn_id, text } => format!("queued {turn_id}: {text}"),
         EventPayload::TurnStarted { turn_id } => format!("turn {turn_id} started"),
         EventPayload::UserMessage { text, .. } => format!("> {text}"),
         EventPayload::ModelText { delta, .. } => return Some(delta.clone()),
@@ -156,10 +157,14 @@ pub fn event_line(event: &SessionEvent) -> Option<String> {
             }
         },
         EventPayload::TurnFinished {
-            turn_id, reason, ..
-        } => {
-            format!("turn {turn_id} finished: {reason}")
-        }
+            turn_id,
+            reason,
+            message,
+            ..
+        } => match message {
+            Some(message) => format!("turn {turn_id} finished: {reason} ({message})"),
+            None => format!("turn {turn_id} finished: {reason}"),
+        },
         EventPayload::ApprovalModeChanged { approval_mode } => {
             format!("approval mode is now {approval_mode}")
         }

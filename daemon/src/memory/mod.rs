@@ -6,6 +6,7 @@
 
 pub mod discovery;
 pub mod imports;
+pub mod live;
 pub mod paths;
 pub mod scan;
 pub mod source;
@@ -15,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 pub use self::discovery::{DEFAULT_FILE_NAME, DiscoveryOptions, discover};
 pub use self::imports::{ImportFormat, ImportOptions, ImportTree, Processed, process_imports};
+pub use self::live::MemoryCache;
 pub use self::source::{FileSource, OsFiles};
 
 /// Errors from memory configuration.

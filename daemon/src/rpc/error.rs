@@ -18,6 +18,7 @@ impl From<SessionError> for ErrorObjectOwned {
                 code::INVALID_PARAMS
             }
             SessionError::Stopped(_) | SessionError::ShuttingDown => code::SHUTTING_DOWN,
+            SessionError::ModelNotConfigured(_) => code::MODEL_NOT_CONFIGURED,
             SessionError::Store(_) => code::STORE_ERROR,
         };
         rpc_error(code, error.to_string())

@@ -5,6 +5,7 @@ mod error;
 mod mcp;
 mod policy;
 mod subscribe;
+mod turn;
 
 use std::sync::Arc;
 
@@ -17,6 +18,7 @@ use geminid_protocol::session::{
     Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SessionInfo,
 };
 use geminid_protocol::tool::{ConfirmResult, ConfirmationOutcome, ToolCallStarted, ToolInfo};
+use geminid_protocol::turn::{HistoryPage, MemoryInfo, PromptAccepted};
 use jsonrpsee::core::{RpcResult, SubscriptionResult, async_trait};
 use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{Extensions, Methods, PendingSubscriptionSink};
@@ -88,6 +90,7 @@ impl GeminidApiServer for RpcHandler {
             sessions_loaded: d.sessions.loaded_count() as u64,
             tools: d.registry.len() as u64,
             rss_bytes: rss_bytes(),
+            model: Some(wire::model_status(&d.model.config())),
         })
     }
 
@@ -288,5 +291,34 @@ impl GeminidApiServer for RpcHandler {
         session_id: Option<String>,
     ) -> RpcResult<CommandDiscoveryInfo> {
         mcp::rediscover(&self.daemon, session_id).await
+    }
+
+    async fn prompt(&self, session_id: String, text: String) -> RpcResult<PromptAccepted> {
+        turn::prompt(&self.daemon, &session_id, text).await
+    }
+
+    async fn history(
+        &self,
+        session_id: String,
+        offset: Option<u64>,
+        limit: Option<u64>,
+    ) -> RpcResult<HistoryPage> {
+        turn::history(&self.daemon, &session_id, offset, limit).await
+    }
+
+    async fn show_memory(
+        &self,
+        session_id: Option<String>,
+        cwd: Option<String>,
+    ) -> RpcResult<MemoryInfo> {
+        turn::memory(&self.daemon, session_id, cwd, false).await
+    }
+
+    async fn reload_memory(
+        &self,
+        session_id: Option<String>,
+        cwd: Option<String>,
+    ) -> RpcResult<MemoryInfo> {
+        turn::memory(&self.daemon, session_id, cwd, true).await
     }
 }

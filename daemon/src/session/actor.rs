@@ -50,6 +50,11 @@ pub(super) enum Internal {
         call_id: String,
         outcome: Result<crate::tools::ToolResult, crate::scheduler::CallError>,
     },
+    /// A message from a running turn (`turn.rs`).
+    Turn {
+        turn_id: String,
+        msg: super::turn::TurnMsg,
+    },
 }
 
 /// What the actor needs from the daemon.
@@ -59,6 +64,11 @@ pub struct ActorDeps {
     pub registry: Arc<ToolRegistry>,
     pub policy: Arc<crate::policy::LivePolicy>,
     pub max_parallel: usize,
+    /// The model prompts go to.
+    pub model: Arc<crate::model::ModelSlot>,
+    /// GEMINI.md memory per workspace.
+    pub memory: Arc<crate::memory::MemoryCache>,
+    pub turn_limits: super::turn::TurnLimits,
 }
 
 pub(super) struct Actor {
@@ -74,13 +84,19 @@ pub(super) struct Actor {
     pub(super) allowlist: crate::policy::SessionAllowlist,
     events: broadcast::Sender<Arc<Published>>,
     pub(super) internal: mpsc::UnboundedSender<Internal>,
-    pending: Append,
+    pub(super) pending: Append,
     /// Replies held back until the events they reveal are durable.
     after_commit: Vec<Box<dyn FnOnce() + Send>>,
     pub(super) tasks: TaskTracker,
     pub(super) cancel: CancellationToken,
     /// The last commit failed; retry even without new work.
     commit_failed: bool,
+    /// Prompts: the running turn and the queue behind it.
+    pub(super) prompts: super::prompts::PromptQueue,
+    /// The conversation with the model, loaded at the first turn.
+    pub(super) history: Option<Vec<crate::model::Content>>,
+    /// The actor is stopping: a turn cancelled now was interrupted.
+    pub(super) stopping: bool,
 }
 
 /// Starts the actor for `record` and returns its handle. A `fresh` session
@@ -99,6 +115,7 @@ pub fn spawn(
     })?;
     let last_seq = deps.store.last_seq(&record.id)?;
     let interrupted = deps.store.open_calls(&record.id)?;
+    let pending_prompts = deps.store.pending_prompts(&record.id)?;
     let (commands_tx, commands_rx) = mpsc::channel(256);
     let (internal_tx, internal_rx) = mpsc::unbounded_channel();
     let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
@@ -123,6 +140,9 @@ pub fn spawn(
         tasks: TaskTracker::new(),
         cancel: parent.child_token(),
         commit_failed: false,
+        prompts: super::prompts::PromptQueue::default(),
+        history: None,
+        stopping: false,
     };
     tracker.spawn(async move {
         if fresh {
@@ -136,6 +156,7 @@ pub fn spawn(
             actor.pending.record = Some(actor.record.clone());
         }
         actor.recover(interrupted);
+        actor.recover_prompts(pending_prompts);
         actor.commit();
         actor.run(commands_rx, internal_rx).await;
     });
@@ -212,7 +233,7 @@ impl Actor {
                 });
             }
             Command::CancelAll { reply } => {
-                let count = self.scheduler.active().count();
+                let count = self.scheduler.active().count() + usize::from(self.cancel_turn());
                 let effects = self.scheduler.cancel_all("cancelled by a client");
                 self.apply(effects);
                 self.after_commit(move || {
@@ -254,6 +275,19 @@ impl Actor {
                     interactive,
                 });
             }
+            Command::Prompt { text, reply } => {
+                let result = self.queue_prompt(text);
+                self.after_commit(move || {
+                    let _ = reply.send(result);
+                });
+            }
+            Command::History {
+                offset,
+                limit,
+                reply,
+            } => {
+                let _ = reply.send(self.history_page(offset, limit));
+            }
             Command::Announce { payload } => {
                 self.emit(payload);
             }
@@ -279,6 +313,7 @@ impl Actor {
                 self.running.remove(&call_id);
                 self.scheduler.finished(&call_id, outcome)
             }
+            Internal::Turn { turn_id, msg } => return self.on_turn(turn_id, msg),
         };
         self.apply(effects);
     }
@@ -286,10 +321,12 @@ impl Actor {
     /// Cancels everything, waits (bounded) for running calls to report
     /// back, and persists the outcome.
     async fn stop(&mut self, reason: &str, internal: &mut mpsc::UnboundedReceiver<Internal>) {
+        self.stopping = true;
+        self.cancel_turn();
         let effects = self.scheduler.cancel_all(reason);
         self.apply(effects);
         let deadline = tokio::time::Instant::now() + STOP_GRACE;
-        while !self.running.is_empty() {
+        while !self.running.is_empty() || self.prompts.is_running() {
             match tokio::time::timeout_at(deadline, internal.recv()).await {
                 Ok(Some(msg)) => self.on_internal(msg),
                 Ok(None) | Err(_) => break,
@@ -373,6 +410,8 @@ impl Actor {
     fn commit(&mut self) {
         let has_writes = !self.pending.events.is_empty()
             || !self.pending.open_calls.is_empty()
+            || !self.pending.history.is_empty()
+            || !self.pending.prompts.is_empty()
             || self.pending.record.is_some();
         if has_writes {
             let append = std::mem::take(&mut self.pending);

@@ -26,6 +26,16 @@ impl Actor {
         wait: bool,
         reply: oneshot::Sender<CallAccepted>,
     ) {
+        let accepted = self.start_call(name, args, wait);
+        self.after_commit(move || {
+            let _ = reply.send(accepted);
+        });
+    }
+
+    /// Submits a call to the scheduler; with `wait`, the answer carries a
+    /// receiver for its final snapshot. Reveal the call id only after the
+    /// commit (it names the call's first event).
+    pub(super) fn start_call(&mut self, name: String, args: Value, wait: bool) -> CallAccepted {
         // The call id is derived from the seq of the call's first event,
         // which is unique in the session and survives restarts.
         let call_id = format!("call-{}", self.next_seq());
@@ -40,9 +50,7 @@ impl Actor {
             .scheduler
             .submit(ToolCall::new(call_id.clone(), name, args));
         self.apply(effects);
-        self.after_commit(move || {
-            let _ = reply.send(CallAccepted { call_id, done });
-        });
+        CallAccepted { call_id, done }
     }
 
     /// A client's answer to a confirmation. `Ok(false)` when the call is

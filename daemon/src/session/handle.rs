@@ -68,6 +68,18 @@ pub(super) enum Command {
         interactive: Option<bool>,
         reply: oneshot::Sender<PolicyCheck>,
     },
+    /// Queue a prompt; the answer is its turn id and how many turns run
+    /// or wait before it.
+    Prompt {
+        text: String,
+        reply: oneshot::Sender<Result<(String, u64), SessionError>>,
+    },
+    /// A page of the conversation history: the total and the entries.
+    History {
+        offset: u64,
+        limit: u64,
+        reply: oneshot::Sender<Result<(u64, Vec<crate::model::Content>), SessionError>>,
+    },
     /// Record a daemon-wide notice (a policy problem) in the session.
     Announce {
         payload: geminid_protocol::event::EventPayload,
@@ -164,6 +176,23 @@ impl SessionHandle {
             reply,
         })
         .await
+    }
+
+    pub async fn prompt(&self, text: String) -> Result<(String, u64), SessionError> {
+        self.ask(|reply| Command::Prompt { text, reply }).await?
+    }
+
+    pub async fn history(
+        &self,
+        offset: u64,
+        limit: u64,
+    ) -> Result<(u64, Vec<crate::model::Content>), SessionError> {
+        self.ask(|reply| Command::History {
+            offset,
+            limit,
+            reply,
+        })
+        .await?
     }
 
     pub async fn stop(&self, reason: &str) -> Result<(), SessionError> {

@@ -132,6 +132,23 @@ impl SessionManager {
         Ok(out)
     }
 
+    /// Loads every session with prompts a previous run left unfinished,
+    /// so their queues go on without waiting for a client.
+    pub fn resume_pending_prompts(&self) {
+        let ids = match self.deps.store.sessions_with_pending_prompts() {
+            Ok(ids) => ids,
+            Err(e) => {
+                tracing::error!(error = %e, "could not look for unfinished prompts");
+                return;
+            }
+        };
+        for id in ids {
+            if let Err(e) = self.get(&id) {
+                tracing::error!(session = %id, error = %e, "could not resume unfinished prompts");
+            }
+        }
+    }
+
     pub fn loaded_count(&self) -> usize {
         self.lock().values().filter(|h| !h.is_stopped()).count()
     }

@@ -6,7 +6,9 @@ mod blobs;
 mod driver;
 mod handle;
 mod manager;
+pub mod prompts;
 pub mod store;
+pub mod turn;
 mod wal;
 
 pub use actor::ActorDeps;
@@ -30,6 +32,8 @@ pub enum SessionError {
     Stopped(String),
     #[error("the daemon is shutting down")]
     ShuttingDown,
+    #[error("{0}")]
+    ModelNotConfigured(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -7,7 +7,13 @@
 //! * `s` + session id: the [`SessionRecord`] as JSON;
 //! * `e` + session id + seq (u64 big-endian): one event, in its wire JSON;
 //! * `o` + session id + call id: a call that has not reached a terminal
-//!   state (so a restart can mark it interrupted without reading the log).
+//!   state (so a restart can mark it interrupted without reading the log);
+//! * `h` + session id + index (u64 big-endian): one [`Content`] of the
+//!   conversation with the model, as JSON;
+//! * `q` + session id + turn id: a prompt that has not finished (queued or
+//!   running), so a restart can go on with the queue.
+//!
+//! [`Content`]: crate::model::Content
 //!
 //! Session ids have a fixed length ([`SESSION_ID_LEN`]), which keeps prefix
 //! scans exact. Writes are durable once [`Store::flush`] returns; the actor
@@ -80,6 +86,21 @@ pub struct Append {
     pub open_calls: Vec<(String, Option<Vec<u8>>)>,
     /// A new version of the session record, if it changed.
     pub record: Option<SessionRecord>,
+    /// Conversation entries appended: `(index, Content JSON)`.
+    pub history: Vec<(u64, String)>,
+    /// Prompts queued or started (`Some` of their [`PendingPrompt`] JSON)
+    /// or finished (`None`), by turn id.
+    pub prompts: Vec<(String, Option<Vec<u8>>)>,
+}
+
+/// A prompt that has not finished, as stored under `q`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingPrompt {
+    pub turn_id: String,
+    pub text: String,
+    /// Whether its turn had begun (a restart then ends it as interrupted).
+    pub started: bool,
 }
 
 /// The sled-backed store with its write-ahead log. Cheap to clone.
@@ -189,7 +210,8 @@ impl Store {
         check_id(id)?;
         let mut batch = sled::Batch::default();
         batch.remove(record_key(id));
-        for prefix in [prefixed(b'e', id), prefixed(b'o', id)] {
+        for tag in [b'e', b'o', b'h', b'q'] {
+            let prefix = prefixed(tag, id);
             for key in self.tree.scan_prefix(prefix).keys() {
                 batch.remove(key?);
             }
@@ -267,6 +289,52 @@ impl Store {
         Ok(out)
     }
 
+    /// The conversation with the model, in order.
+    pub fn history(&self, id: &str) -> Result<Vec<crate::model::Content>, StoreError> {
+        check_id(id)?;
+        let mut out = Vec::new();
+        for item in self.tree.scan_prefix(prefixed(b'h', id)) {
+            let (key, value) = item?;
+            let content = serde_json::from_slice(&value).map_err(|source| StoreError::Corrupt {
+                key: format!("{id}/history/{}", seq_of(&key)),
+                source,
+            })?;
+            out.push(content);
+        }
+        Ok(out)
+    }
+
+    /// Prompts that had not finished when last written, in turn order.
+    pub fn pending_prompts(&self, id: &str) -> Result<Vec<PendingPrompt>, StoreError> {
+        check_id(id)?;
+        let mut out: Vec<PendingPrompt> = Vec::new();
+        for item in self.tree.scan_prefix(prefixed(b'q', id)) {
+            let (key, value) = item?;
+            let prompt = serde_json::from_slice(&value).map_err(|source| StoreError::Corrupt {
+                key: String::from_utf8_lossy(&key).into_owned(),
+                source,
+            })?;
+            out.push(prompt);
+        }
+        // Turn ids are `turn-<seq>`: order by the number, not the text.
+        out.sort_by_key(|p| turn_number(&p.turn_id));
+        Ok(out)
+    }
+
+    /// Sessions with prompts that had not finished.
+    pub fn sessions_with_pending_prompts(&self) -> Result<Vec<String>, StoreError> {
+        let mut out: Vec<String> = Vec::new();
+        for key in self.tree.scan_prefix(b"q").keys() {
+            let key = key?;
+            let id = String::from_utf8_lossy(&key[1..1 + SESSION_ID_LEN.min(key.len() - 1)])
+                .into_owned();
+            if out.last() != Some(&id) {
+                out.push(id);
+            }
+        }
+        Ok(out)
+    }
+
     /// Makes every write so far durable.
     pub async fn flush(&self) -> Result<(), StoreError> {
         self.db.flush_async().await?;
@@ -313,8 +381,28 @@ fn apply(
             None => batch.remove(key),
         }
     }
+    for (index, content) in &append.history {
+        let mut key = prefixed(b'h', id);
+        key.extend_from_slice(&index.to_be_bytes());
+        batch.insert(key, content.as_bytes());
+    }
+    for (turn_id, pending) in &append.prompts {
+        let mut key = prefixed(b'q', id);
+        key.extend_from_slice(turn_id.as_bytes());
+        match pending {
+            Some(saved) => batch.insert(key, saved.as_slice()),
+            None => batch.remove(key),
+        }
+    }
     tree.apply_batch(batch)?;
     Ok(())
+}
+
+fn turn_number(turn_id: &str) -> u64 {
+    turn_id
+        .strip_prefix("turn-")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(u64::MAX)
 }
 
 fn check_id(id: &str) -> Result<(), StoreError> {
@@ -397,7 +485,7 @@ mod tests {
                     ("c1".into(), Some(b"1".to_vec())),
                     ("c2".into(), Some(b"2".to_vec())),
                 ],
-                record: None,
+                ..Append::default()
             };
             store.append(&a, &append).unwrap();
             store

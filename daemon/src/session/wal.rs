@@ -41,6 +41,10 @@ struct LineOut<'a> {
     b: &'a [(u64, Vec<u8>)],
     o: &'a [(String, Option<Vec<u8>>)],
     r: Option<&'a SessionRecord>,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    h: &'a [(u64, String)],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    q: &'a [(String, Option<Vec<u8>>)],
 }
 
 /// One line of the log, as read back.
@@ -55,6 +59,10 @@ struct Line {
     o: Vec<(String, Option<Vec<u8>>)>,
     #[serde(default)]
     r: Option<SessionRecord>,
+    #[serde(default)]
+    h: Vec<(u64, String)>,
+    #[serde(default)]
+    q: Vec<(String, Option<Vec<u8>>)>,
 }
 
 struct Segment {
@@ -121,6 +129,8 @@ impl Wal {
             b: markers,
             o: &append.open_calls,
             r: append.record.as_ref(),
+            h: &append.history,
+            q: &append.prompts,
         };
         let mut bytes = serde_json::to_vec(&line)
             .map_err(|e| StoreError::Io(format!("write-ahead log: {e}")))?;
@@ -208,6 +218,8 @@ fn replay(path: &Path, apply: &Apply<'_>) -> Result<usize, StoreError> {
                     .collect(),
                 open_calls: parsed.o,
                 record: parsed.r,
+                history: parsed.h,
+                prompts: parsed.q,
             },
             &parsed.b,
         )?;
@@ -236,7 +248,7 @@ mod tests {
                 let append = Append {
                     events: vec![Published::new(seq, raw(&format!("{{\"n\":{seq}}}")))],
                     open_calls: vec![(format!("call-{seq}"), Some(b"x".to_vec()))],
-                    record: None,
+                    ..Append::default()
                 };
                 wal.append(&id, &append, &[]).unwrap();
             }

@@ -30,59 +30,7 @@ pub enum SseError {
     Endpoint(String),
 }
 
-/// One server-sent event.
-#[derive(Debug, Default, PartialEq)]
-pub struct Event {
-    pub event: String,
-    pub data: String,
-}
-
-/// Splits a byte stream into events (only `event:` and `data:` matter here).
-#[derive(Default)]
-pub struct Parser {
-    buffer: String,
-    current: Event,
-    has_data: bool,
-}
-
-impl Parser {
-    /// Feeds bytes; returns the events they completed.
-    pub fn push(&mut self, bytes: &[u8]) -> Vec<Event> {
-        self.buffer.push_str(&String::from_utf8_lossy(bytes));
-        let mut events = Vec::new();
-        while let Some(end) = self.buffer.find('\n') {
-            let line: String = self.buffer.drain(..=end).collect();
-            let line = line.trim_end_matches(['\n', '\r']);
-            if line.is_empty() {
-                if self.has_data || !self.current.event.is_empty() {
-                    let mut event = std::mem::take(&mut self.current);
-                    if event.event.is_empty() {
-                        event.event = "message".into();
-                    }
-                    events.push(event);
-                }
-                self.has_data = false;
-                continue;
-            }
-            let (field, value) = match line.split_once(':') {
-                Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-                None => (line, ""),
-            };
-            match field {
-                "event" => self.current.event = value.to_owned(),
-                "data" => {
-                    if self.has_data {
-                        self.current.data.push('\n');
-                    }
-                    self.current.data.push_str(value);
-                    self.has_data = true;
-                }
-                _ => {}
-            }
-        }
-        events
-    }
-}
+use crate::sse::Parser;
 
 pub type Pair = (
     mpsc::Sender<ClientJsonRpcMessage>,
@@ -193,29 +141,4 @@ pub async fn connect(url: &str, headers: &BTreeMap<String, String>) -> Result<Pa
         }
     });
     Ok((to_server, from_server))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_events_across_chunks() {
-        let mut p = Parser::default();
-        assert!(p.push(b"event: endpoint\r\ndata: /message?s").is_empty());
-        let events = p.push(b"=1\r\n\r\n: comment\n\ndata: {\"a\":1}\ndata: 2\n\n");
-        assert_eq!(
-            events,
-            vec![
-                Event {
-                    event: "endpoint".into(),
-                    data: "/message?s=1".into()
-                },
-                Event {
-                    event: "message".into(),
-                    data: "{\"a\":1}\n2".into()
-                },
-            ]
-        );
-    }
 }

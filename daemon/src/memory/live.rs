@@ -1,0 +1,175 @@
+//! Memory kept warm per workspace: loaded on first use, marked stale when
+//! any file it came from (or a memory file next to them) changes, and
+//! loaded again before the next turn. The IO edge of `memory/`.
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use notify::{RecursiveMode, Watcher};
+
+use super::{Memory, file_names_from_setting, load, watched_paths};
+
+/// Every workspace's memory, shared by its sessions.
+pub struct MemoryCache {
+    user_gemini_dir: PathBuf,
+    entries: Mutex<HashMap<PathBuf, Arc<Entry>>>,
+}
+
+struct Entry {
+    memory: Mutex<Arc<Memory>>,
+    stale: Arc<AtomicBool>,
+    watcher: Mutex<Option<notify::RecommendedWatcher>>,
+}
+
+impl MemoryCache {
+    pub fn new(user_gemini_dir: &Path) -> Self {
+        MemoryCache {
+            user_gemini_dir: user_gemini_dir.to_path_buf(),
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The memory of `workspace`, loaded again if something changed.
+    /// Blocking (reads files): call it off the async workers.
+    pub fn get(&self, workspace: &Path) -> Arc<Memory> {
+        let entry = self.entry(workspace);
+        if entry.stale.swap(false, Ordering::AcqRel) {
+            return self.load_into(workspace, &entry);
+        }
+        entry
+            .memory
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Loads the memory of `workspace` again, whatever the watcher saw.
+    pub fn reload(&self, workspace: &Path) -> Arc<Memory> {
+        let entry = self.entry(workspace);
+        entry.stale.store(false, Ordering::Release);
+        self.load_into(workspace, &entry)
+    }
+
+    fn entry(&self, workspace: &Path) -> Arc<Entry> {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries
+            .entry(workspace.to_path_buf())
+            .or_insert_with(|| {
+                Arc::new(Entry {
+                    memory: Mutex::new(Arc::new(Memory::default())),
+                    // Not loaded yet: the first `get` loads.
+                    stale: Arc::new(AtomicBool::new(true)),
+                    watcher: Mutex::new(None),
+                })
+            })
+            .clone()
+    }
+
+    fn load_into(&self, workspace: &Path, entry: &Entry) -> Arc<Memory> {
+        let names = self.file_names(workspace);
+        let memory = Arc::new(load(workspace, &self.user_gemini_dir, &names));
+        *entry.watcher.lock().unwrap_or_else(|e| e.into_inner()) = watch(
+            workspace,
+            &self.user_gemini_dir,
+            &memory,
+            &names,
+            entry.stale.clone(),
+        );
+        *entry.memory.lock().unwrap_or_else(|e| e.into_inner()) = memory.clone();
+        memory
+    }
+
+    /// `context.fileName` from the workspace settings, else the user's.
+    fn file_names(&self, workspace: &Path) -> Vec<String> {
+        let setting = |path: PathBuf| -> Option<serde_json::Value> {
+            let text = std::fs::read_to_string(path).ok()?;
+            let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+            let names = value.get("context")?.get("fileName")?.clone();
+            Some(names)
+        };
+        let value = setting(workspace.join(".gemini/settings.json"))
+            .or_else(|| setting(self.user_gemini_dir.join("settings.json")));
+        file_names_from_setting(value.as_ref()).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "memory file name setting ignored");
+            vec![super::DEFAULT_FILE_NAME.to_owned()]
+        })
+    }
+}
+
+/// Watches the directories of every contributing file (editors replace
+/// files by renaming), the workspace and the user's Gemini directory; a
+/// change to a contributing file or to any memory-named file marks the
+/// memory stale. New memory files deep below the workspace are found by
+/// `memory.reload`.
+fn watch(
+    workspace: &Path,
+    user_dir: &Path,
+    memory: &Memory,
+    names: &[String],
+    stale: Arc<AtomicBool>,
+) -> Option<notify::RecommendedWatcher> {
+    let files: HashSet<PathBuf> = watched_paths(memory).into_iter().collect();
+    let names: HashSet<String> = names.iter().cloned().collect();
+    let mut dirs: HashSet<PathBuf> = files
+        .iter()
+        .filter_map(|p| p.parent().map(Path::to_path_buf))
+        .collect();
+    dirs.insert(workspace.to_path_buf());
+    dirs.insert(user_dir.to_path_buf());
+    let relevant = move |path: &Path| {
+        files.contains(path)
+            || path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| names.contains(n))
+    };
+    let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        if let Ok(event) = event {
+            if event.paths.iter().any(|p| relevant(p)) {
+                stale.store(true, Ordering::Release);
+            }
+        }
+    })
+    .map_err(|e| tracing::warn!(error = %e, "memory files are not watched; use memory.reload"))
+    .ok()?;
+    for dir in dirs.iter().filter(|d| d.is_dir()) {
+        if let Err(e) = watcher.watch(dir, RecursiveMode::NonRecursive) {
+            tracing::debug!(dir = %dir.display(), error = %e, "memory directory not watched");
+        }
+    }
+    Some(watcher)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edits_are_picked_up_before_the_next_use() {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        let ws_path = ws.path().canonicalize().unwrap();
+        std::fs::create_dir(ws_path.join(".git")).unwrap();
+        std::fs::write(ws_path.join("GEMINI.md"), "first @./extra.md").unwrap();
+        std::fs::write(ws_path.join("extra.md"), "imported one").unwrap();
+        let cache = MemoryCache::new(home.path());
+        let memory = cache.get(&ws_path);
+        assert!(memory.text.contains("imported one"), "{}", memory.text);
+        std::fs::write(ws_path.join("extra.md"), "imported two").unwrap();
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        loop {
+            let memory = cache.get(&ws_path);
+            if memory.text.contains("imported two") {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "edit not seen: {}",
+                memory.text
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    }
+}

@@ -1,0 +1,523 @@
+//! One turn: the prompt goes to the model with the conversation so far and
+//! the registry's tools; the model's function calls run through the
+//! session's scheduler (the actor), their responses go back, and this
+//! repeats until the model answers without calls, the step limit is
+//! reached, a loop is detected, or the turn is cancelled.
+//!
+//! The turn runs as its own task and changes nothing itself: every event,
+//! history entry and call goes to the actor as a [`TurnMsg`], so the actor
+//! stays the only writer of the session. The history stays consistent:
+//! every function call in it is followed by its response (real, or an
+//! error saying why it did not run).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use geminid_protocol::event::EventPayload;
+use geminid_protocol::tool::{CallState, ContentPart, ToolCallSnapshot};
+use serde_json::{Value, json};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use super::actor::Internal;
+use super::handle::CallAccepted;
+use crate::model::content::push_merged;
+use crate::model::{
+    Content, FunctionCall, FunctionResponse, Model, ModelRequest, Part, Role, Usage,
+};
+
+/// Limits of one turn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TurnLimits {
+    /// Model responses per turn.
+    pub max_steps: u32,
+    /// The same call (name and arguments) this many times in one turn ends it.
+    pub loop_threshold: u32,
+}
+
+impl Default for TurnLimits {
+    fn default() -> Self {
+        TurnLimits {
+            max_steps: 100,
+            loop_threshold: 5,
+        }
+    }
+}
+
+/// What a turn asks of its session's actor.
+pub(super) enum TurnMsg {
+    /// Record an event (deltas, notices).
+    Emit(EventPayload),
+    /// Append to the conversation history.
+    History(Content),
+    /// Schedule these calls together; the answer has one entry per call.
+    Calls {
+        calls: Vec<(String, Value)>,
+        reply: oneshot::Sender<Vec<CallAccepted>>,
+    },
+    /// The turn is over.
+    Finished(TurnEnd),
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TurnEnd {
+    /// `completed`, `cancelled`, `error`, `max_steps`, `loop_detected`.
+    pub reason: &'static str,
+    pub message: Option<String>,
+    pub usage: Usage,
+}
+
+/// Everything a turn needs, prepared by the actor.
+pub(super) struct TurnSpec {
+    pub turn_id: String,
+    pub text: String,
+    /// The conversation before this turn.
+    pub history: Vec<Content>,
+    pub model: Arc<dyn Model>,
+    pub tools: Vec<Value>,
+    pub workspace: String,
+    pub memory: Arc<crate::memory::MemoryCache>,
+    pub limits: TurnLimits,
+    pub cancel: CancellationToken,
+}
+
+/// The turn's line to its actor.
+struct Sink {
+    turn_id: String,
+    tx: mpsc::UnboundedSender<Internal>,
+}
+
+impl Sink {
+    fn send(&self, msg: TurnMsg) {
+        let _ = self.tx.send(Internal::Turn {
+            turn_id: self.turn_id.clone(),
+            msg,
+        });
+    }
+
+    fn emit(&self, payload: EventPayload) {
+        self.send(TurnMsg::Emit(payload));
+    }
+}
+
+/// Runs the turn to its end and reports it.
+pub(super) async fn run(spec: TurnSpec, tx: mpsc::UnboundedSender<Internal>) {
+    let sink = Sink {
+        turn_id: spec.turn_id.clone(),
+        tx,
+    };
+    let mut usage = Usage::default();
+    let end = drive(&spec, &sink, &mut usage).await;
+    sink.send(TurnMsg::Finished(TurnEnd {
+        reason: end.0,
+        message: end.1,
+        usage,
+    }));
+}
+
+type Ending = (&'static str, Option<String>);
+
+async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
+    let user = Content::user_text(spec.text.clone());
+    sink.send(TurnMsg::History(user.clone()));
+    let mut contents = spec.history.clone();
+    contents.push(user);
+    let system = {
+        let memory = spec.memory.clone();
+        let workspace = std::path::PathBuf::from(&spec.workspace);
+        match tokio::task::spawn_blocking(move || memory.get(&workspace)).await {
+            Ok(memory) => crate::model::prompt::system_instruction(&spec.workspace, &memory.text),
+            Err(_) => crate::model::prompt::system_instruction(&spec.workspace, ""),
+        }
+    };
+    let mut seen: HashMap<String, u32> = HashMap::new();
+    for _step in 0..spec.limits.max_steps {
+        let request = ModelRequest {
+            system: system.clone(),
+            contents: normalized(&contents),
+            tools: spec.tools.clone(),
+        };
+        let response = match stream_response(spec, sink, &request, usage).await {
+            Ok(parts) => parts,
+            Err((ending, partial)) => {
+                // What was said stays said; calls that never ran are dropped.
+                let said: Vec<Part> = partial
+                    .into_iter()
+                    .filter(|p| p.function_call.is_none())
+                    .collect();
+                if !said.is_empty() {
+                    sink.send(TurnMsg::History(Content {
+                        role: Role::Model,
+                        parts: said,
+                    }));
+                }
+                return ending;
+            }
+        };
+        let calls: Vec<FunctionCall> = response
+            .iter()
+            .filter_map(|p| p.function_call.clone())
+            .collect();
+        let content = Content {
+            role: Role::Model,
+            parts: response,
+        };
+        if !content.parts.is_empty() {
+            sink.send(TurnMsg::History(content.clone()));
+            contents.push(content);
+        }
+        if calls.is_empty() {
+            return ("completed", None);
+        }
+        if let Some(repeated) = repeated_call(&mut seen, &calls, spec.limits.loop_threshold) {
+            let message = format!(
+                "loop detected: the model called `{}` with the same arguments {} times in this turn",
+                repeated, spec.limits.loop_threshold
+            );
+            let responses = calls
+                .iter()
+                .map(|c| not_run(c, &format!("not run: {message}")))
+                .collect();
+            sink.send(TurnMsg::History(Content {
+                role: Role::User,
+                parts: responses,
+            }));
+            return ("loop_detected", Some(message));
+        }
+        let snapshots = run_calls(sink, &calls).await;
+        let responses = function_responses(&calls, &snapshots);
+        sink.send(TurnMsg::History(responses.clone()));
+        contents.push(responses);
+        if spec.cancel.is_cancelled() {
+            return ("cancelled", None);
+        }
+    }
+    (
+        "max_steps",
+        Some(format!(
+            "the turn reached its limit of {} model responses",
+            spec.limits.max_steps
+        )),
+    )
+}
+
+/// Streams one model response, forwarding text and thought deltas as
+/// events. On failure or cancellation returns how the turn ends and the
+/// parts received so far.
+async fn stream_response(
+    spec: &TurnSpec,
+    sink: &Sink,
+    request: &ModelRequest,
+    usage: &mut Usage,
+) -> Result<Vec<Part>, (Ending, Vec<Part>)> {
+    let notice = |problem: &str, wait: Duration| {
+        sink.emit(EventPayload::Error {
+            message: format!("model: {problem}; retrying in {:.1} s", wait.as_secs_f64()),
+        });
+    };
+    let started = tokio::select! {
+        biased;
+        () = spec.cancel.cancelled() => return Err((("cancelled", None), Vec::new())),
+        started = spec.model.stream(request, &notice) => started,
+    };
+    let mut stream = match started {
+        Ok(stream) => stream,
+        Err(e) => return Err((("error", Some(e.message)), Vec::new())),
+    };
+    let mut parts = Vec::new();
+    let mut step_usage = None;
+    loop {
+        let item = tokio::select! {
+            biased;
+            () = spec.cancel.cancelled() => {
+                add_usage(usage, step_usage);
+                return Err((("cancelled", None), parts));
+            }
+            item = stream.next() => item,
+        };
+        match item {
+            None => break,
+            Some(Err(e)) => {
+                add_usage(usage, step_usage);
+                return Err((("error", Some(e.message)), parts));
+            }
+            Some(Ok(chunk)) => {
+                step_usage = chunk.usage.or(step_usage);
+                for part in chunk.parts {
+                    if let (Some(text), None) = (&part.text, &part.function_call) {
+                        let delta = text.clone();
+                        let turn_id = spec.turn_id.clone();
+                        sink.emit(if part.thought {
+                            EventPayload::ModelThought { turn_id, delta }
+                        } else {
+                            EventPayload::ModelText { turn_id, delta }
+                        });
+                    }
+                    push_merged(&mut parts, part);
+                }
+            }
+        }
+    }
+    add_usage(usage, step_usage);
+    Ok(parts)
+}
+
+fn add_usage(total: &mut Usage, step: Option<Usage>) {
+    if let Some(step) = step {
+        total.input_tokens += step.input_tokens;
+        total.output_tokens += step.output_tokens;
+    }
+}
+
+/// Schedules the calls together and waits for each one's final snapshot.
+async fn run_calls(sink: &Sink, calls: &[FunctionCall]) -> Vec<Option<ToolCallSnapshot>> {
+    let (reply, accepted) = oneshot::channel();
+    sink.send(TurnMsg::Calls {
+        calls: calls
+            .iter()
+            .map(|c| (c.name.clone(), c.args.clone()))
+            .collect(),
+        reply,
+    });
+    let Ok(accepted) = accepted.await else {
+        return vec![None; calls.len()];
+    };
+    let waits = accepted.into_iter().map(|a| async move {
+        match a.done {
+            Some(done) => done.await.ok(),
+            None => None,
+        }
+    });
+    futures::future::join_all(waits).await
+}
+
+/// Counts each call; returns the name of one seen `threshold` times.
+fn repeated_call(
+    seen: &mut HashMap<String, u32>,
+    calls: &[FunctionCall],
+    threshold: u32,
+) -> Option<String> {
+    let mut found = None;
+    for call in calls {
+        let key = format!("{}\u{0}{}", call.name, call.args);
+        let count = seen.entry(key).or_insert(0);
+        *count += 1;
+        if *count >= threshold && found.is_none() {
+            found = Some(call.name.clone());
+        }
+    }
+    found
+}
+
+/// The user content answering `calls`: one function response per call, in
+/// order, then any inline data (images, PDF) the results carried.
+pub(super) fn function_responses(
+    calls: &[FunctionCall],
+    snapshots: &[Option<ToolCallSnapshot>],
+) -> Content {
+    let mut parts = Vec::new();
+    let mut inline = Vec::new();
+    for (call, snapshot) in calls.iter().zip(snapshots) {
+        let Some(snapshot) = snapshot else {
+            parts.push(not_run(
+                call,
+                "not run: the turn was cancelled or the session stopped",
+            ));
+            continue;
+        };
+        let response = match (&snapshot.state, &snapshot.result) {
+            (CallState::Success, Some(result)) => {
+                let mut text = String::new();
+                for part in &result.llm_content {
+                    match part {
+                        ContentPart::Text { text: t } => {
+                            if !text.is_empty() {
+                                text.push('\n');
+                            }
+                            text.push_str(t);
+                        }
+                        ContentPart::InlineData { mime_type, data } => {
+                            if !text.is_empty() {
+                                text.push('\n');
+                            }
+                            text.push_str(&format!(
+                                "Binary content of type {mime_type} was processed."
+                            ));
+                            inline.push(Part::inline(mime_type.clone(), data.clone()));
+                        }
+                    }
+                }
+                json!({ "output": text })
+            }
+            (state, _) => {
+                let why = snapshot
+                    .error
+                    .as_ref()
+                    .map(|e| e.message.clone())
+                    .unwrap_or_else(|| format!("the call ended as {}", state_name(*state)));
+                json!({ "error": why })
+            }
+        };
+        parts.push(Part::response(FunctionResponse {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            response,
+        }));
+    }
+    parts.extend(inline);
+    Content {
+        role: Role::User,
+        parts,
+    }
+}
+
+/// A response for a call that did not run.
+pub(super) fn not_run(call: &FunctionCall, why: &str) -> Part {
+    Part::response(FunctionResponse {
+        id: call.id.clone(),
+        name: call.name.clone(),
+        response: json!({ "error": why }),
+    })
+}
+
+fn state_name(state: CallState) -> String {
+    serde_json::to_value(state)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_else(|| format!("{state:?}"))
+}
+
+/// Consecutive entries of one role merged into one (a failed turn can
+/// leave two user entries in a row; providers want them alternating).
+fn normalized(contents: &[Content]) -> Vec<Content> {
+    let mut out: Vec<Content> = Vec::with_capacity(contents.len());
+    for content in contents {
+        match out.last_mut() {
+            Some(last) if last.role == content.role => {
+                last.parts.extend(content.parts.iter().cloned());
+            }
+            _ => out.push(content.clone()),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use geminid_protocol::tool::{ToolCallError, ToolCallResult, ToolDisplay};
+
+    fn call(name: &str, args: Value) -> FunctionCall {
+        FunctionCall {
+            id: None,
+            name: name.into(),
+            args,
+        }
+    }
+
+    fn snapshot(
+        state: CallState,
+        result: Option<Vec<ContentPart>>,
+        error: Option<&str>,
+    ) -> ToolCallSnapshot {
+        ToolCallSnapshot {
+            call_id: "call-1".into(),
+            name: "x".into(),
+            args: json!({}),
+            state,
+            description: None,
+            locations: Vec::new(),
+            confirmation: None,
+            output_delta: None,
+            result: result.map(|llm_content| ToolCallResult {
+                llm_content,
+                display: ToolDisplay::Text {
+                    text: String::new(),
+                },
+                summary: None,
+            }),
+            error: error.map(|m| ToolCallError {
+                kind: "denied".into(),
+                message: m.into(),
+            }),
+            decided_by: None,
+        }
+    }
+
+    #[test]
+    fn every_call_gets_a_response_in_order_with_inline_data_last() {
+        let calls = [
+            call("read_file", json!({"a": 1})),
+            call("run_shell_command", json!({})),
+            call("glob", json!({})),
+        ];
+        let snaps = [
+            Some(snapshot(
+                CallState::Success,
+                Some(vec![ContentPart::InlineData {
+                    mime_type: "image/png".into(),
+                    data: "AAAA".into(),
+                }]),
+                None,
+            )),
+            Some(snapshot(CallState::Error, None, Some("denied by policy"))),
+            None,
+        ];
+        let content = function_responses(&calls, &snaps);
+        assert_eq!(content.role, Role::User);
+        let names: Vec<_> = content
+            .parts
+            .iter()
+            .filter_map(|p| p.function_response.as_ref().map(|r| r.name.clone()))
+            .collect();
+        assert_eq!(names, ["read_file", "run_shell_command", "glob"]);
+        let r = |i: usize| content.parts[i].function_response.clone().unwrap().response;
+        assert_eq!(
+            r(0)["output"],
+            "Binary content of type image/png was processed."
+        );
+        assert_eq!(r(1)["error"], "denied by policy");
+        assert!(r(2)["error"].as_str().unwrap().contains("not run"));
+        assert_eq!(
+            content.parts[3].inline_data.as_ref().unwrap().mime_type,
+            "image/png"
+        );
+    }
+
+    #[test]
+    fn the_same_call_repeated_is_a_loop_but_different_args_are_not() {
+        let mut seen = HashMap::new();
+        for _ in 0..4 {
+            assert_eq!(
+                repeated_call(
+                    &mut seen,
+                    &[call("glob", json!({"p": 1})), call("glob", json!({"p": 2}))],
+                    5
+                ),
+                None
+            );
+        }
+        assert_eq!(
+            repeated_call(&mut seen, &[call("glob", json!({"p": 1}))], 5),
+            Some("glob".into())
+        );
+    }
+
+    #[test]
+    fn same_role_neighbours_are_merged() {
+        let contents = [
+            Content::user_text("a"),
+            Content::user_text("b"),
+            Content {
+                role: Role::Model,
+                parts: vec![Part::text("c")],
+            },
+        ];
+        let merged = normalized(&contents);
+        assert_eq!(merged.len(), 2);
+        assert_eq!(merged[0].parts.len(), 2);
+    }
+}
