@@ -160,6 +160,20 @@ async fn status(ctx: &Ctx) -> Outcome {
     if let Some(rss) = status.rss_bytes {
         println!("  memory       {:.1} MB resident", rss as f64 / 1e6);
     }
+    if let Some(model) = &status.model {
+        let key = if model.key_present {
+            format!("key from {}", model.key_source)
+        } else {
+            format!("no key ({} not set)", model.key_source)
+        };
+        println!(
+            "  model        {} via {} at {} ({key})",
+            model.model, model.provider, model.base_url
+        );
+        if let Some(problem) = &model.problem {
+            println!("               {problem}");
+        }
+    }
     Ok(exit::OK)
 }
 

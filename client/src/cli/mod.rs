@@ -1,15 +1,18 @@
 //! The `gemctl` command line.
 //!
 //! Exit status: 0 success; 1 the tool failed or another error; 2 bad usage;
-//! 3 the policy denied the call; 4 the call was cancelled; 69 the daemon is
-//! not reachable.
+//! 3 the policy denied the call; 4 the call (or turn) was cancelled; 5 the
+//! model failed; 6 a turn stopped at a limit; 69 the daemon is not
+//! reachable.
 
 mod attach;
 mod call;
 mod confirm;
 mod daemon;
 mod mcp;
+mod memory;
 mod policy;
+mod prompt;
 mod render;
 mod session;
 
@@ -17,6 +20,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
+use geminid_protocol::session::ApprovalMode;
 
 use crate::{Client, ClientError};
 
@@ -27,15 +31,19 @@ pub mod exit {
     pub const USAGE: u8 = 2;
     pub const DENIED: u8 = 3;
     pub const CANCELLED: u8 = 4;
+    pub const MODEL: u8 = 5;
+    pub const LIMIT: u8 = 6;
     pub const UNREACHABLE: u8 = 69;
 }
 
 const AFTER_HELP: &str = "\
 Exit status: 0 success, 1 tool error or other failure, 2 bad usage,
-3 denied by policy, 4 cancelled, 69 daemon unreachable.
+3 denied by policy, 4 cancelled, 5 model error, 6 turn limit reached,
+69 daemon unreachable.
 
 Examples:
   gemctl daemon start
+  gemctl prompt \"what does this project do?\"
   S=$(gemctl session new --cwd .)
   gemctl call --session $S read_file '{\"absolute_path\": \"'$PWD'/README.md\"}'
   gemctl attach $S          # in another terminal: follow and approve";
@@ -68,6 +76,35 @@ enum Command {
     /// MCP servers and tool discovery (list, restart, rediscover, probe)
     #[command(subcommand)]
     Mcp(mcp::McpCommand),
+    /// The GEMINI.md memory a workspace's turns get
+    #[command(subcommand)]
+    Memory(memory::MemoryCommand),
+    /// Run one prompt and exit (headless; non-interactive unless --interactive)
+    #[command(after_help = PROMPT_HELP)]
+    Prompt {
+        /// An existing session; else a new one in --cwd
+        #[arg(long, conflicts_with = "cwd")]
+        session: Option<String>,
+        /// The workspace of the new session [default: .]
+        #[arg(long)]
+        cwd: Option<String>,
+        /// Approval mode for the session: default, autoEdit or yolo
+        #[arg(long)]
+        mode: Option<ApprovalMode>,
+        /// text: the answer; json: answer, calls and stats at the end;
+        /// stream-json: every event as one line as it happens
+        #[arg(long, value_enum, default_value = "text")]
+        output_format: prompt::OutputFormat,
+        /// Ask confirmations here (a new session is otherwise
+        /// non-interactive: what would ask is denied)
+        #[arg(long)]
+        interactive: bool,
+        /// Queue the prompt and return at once (prints session and turn ids)
+        #[arg(long)]
+        detach: bool,
+        /// The prompt [default: read from stdin]
+        text: Option<String>,
+    },
     /// List the tools the daemon offers
     Tools {
         /// Check the session exists (tools are the same for every session today)
@@ -99,6 +136,17 @@ enum Command {
         no_confirm: bool,
     },
 }
+
+const PROMPT_HELP: &str = "\
+Exit status: 0 completed, 3 completed but the policy denied a call,
+4 cancelled or interrupted, 5 model error, 6 step or loop limit, 69 daemon
+unreachable.
+
+Examples:
+  gemctl prompt \"summarize README.md\"
+  git diff | gemctl prompt --output-format json
+  gemctl prompt --session $S --detach \"run the tests and fix what fails\"
+  gemctl attach $S           # later: everything that happened";
 
 /// Shared by every command.
 pub(crate) struct Ctx {
@@ -187,6 +235,27 @@ async fn dispatch(ctx: &Ctx, command: Command) -> Outcome {
         Command::Session(cmd) => session::run(ctx, cmd).await,
         Command::Policy(cmd) => policy::run(ctx, cmd).await,
         Command::Mcp(cmd) => mcp::run(ctx, cmd).await,
+        Command::Memory(cmd) => memory::run(ctx, cmd).await,
+        Command::Prompt {
+            session,
+            cwd,
+            mode,
+            output_format,
+            interactive,
+            detach,
+            text,
+        } => {
+            let args = prompt::PromptArgs {
+                session,
+                cwd,
+                mode,
+                format: output_format,
+                interactive,
+                detach,
+                text,
+            };
+            prompt::prompt(ctx, args).await
+        }
         Command::Tools { session } => call::tools(ctx, session).await,
         Command::Call {
             session,

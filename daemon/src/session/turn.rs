@@ -247,6 +247,9 @@ async fn stream_response(
             Some(Ok(chunk)) => {
                 step_usage = chunk.usage.or(step_usage);
                 for part in chunk.parts {
+                    if part == Part::text("") || part == Part::thought("") {
+                        continue;
+                    }
                     if let (Some(text), None) = (&part.text, &part.function_call) {
                         let delta = text.clone();
                         let turn_id = spec.turn_id.clone();

@@ -1,0 +1,238 @@
+//! `gemctl prompt`: one turn, headless. The answer streams to stdout
+//! (`text`), comes as one JSON document at the end (`json`), or as one
+//! event per line as it happens (`stream-json`).
+
+use std::io::{IsTerminal, Read, Write};
+use std::time::Instant;
+
+use geminid_protocol::api::GeminidApiClient;
+use geminid_protocol::event::{EventPayload, SessionEvent};
+use geminid_protocol::session::ApprovalMode;
+use geminid_protocol::tool::{CallState, ToolCallSnapshot};
+use serde_json::json;
+
+use super::confirm::Prompter;
+use super::{Ctx, Failure, Outcome, exit, render};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OutputFormat {
+    Text,
+    Json,
+    StreamJson,
+}
+
+pub struct PromptArgs {
+    pub session: Option<String>,
+    pub cwd: Option<String>,
+    pub mode: Option<ApprovalMode>,
+    pub format: OutputFormat,
+    pub interactive: bool,
+    pub detach: bool,
+    pub text: Option<String>,
+}
+
+pub async fn prompt(ctx: &Ctx, args: PromptArgs) -> Outcome {
+    let started = Instant::now();
+    let text = match args.text {
+        Some(text) => text,
+        None => read_stdin()?,
+    };
+    let client = ctx.connect().await?;
+    let session = match &args.session {
+        Some(id) => {
+            if let Some(mode) = args.mode {
+                client.set_approval_mode(id.clone(), mode).await?;
+            }
+            client.get_session(id.clone()).await?
+        }
+        None => {
+            let cwd = std::path::absolute(args.cwd.as_deref().unwrap_or("."))
+                .map_err(|e| Failure::new(exit::USAGE, format!("--cwd: {e}")))?;
+            client
+                .create_session(
+                    cwd.display().to_string(),
+                    args.mode,
+                    None,
+                    Some(args.interactive),
+                )
+                .await?
+        }
+    };
+    let session_id = session.session_id.clone();
+    // Subscribe first (from the current end), so no event of the turn is missed.
+    let mut events = if args.detach {
+        None
+    } else {
+        Some(
+            client
+                .subscribe_session(session_id.clone(), Some(session.last_seq))
+                .await?,
+        )
+    };
+    let accepted = client.prompt(session_id.clone(), text).await?;
+    let turn_id = accepted.turn_id;
+    let Some(events) = events.as_mut() else {
+        if args.format == OutputFormat::Text {
+            println!("{session_id} {turn_id}");
+            eprintln!("follow it with: gemctl attach {session_id}");
+        } else {
+            println!(
+                "{}",
+                json!({"sessionId": session_id, "turnId": turn_id, "queuedBehind": accepted.queued_behind})
+            );
+        }
+        return Ok(exit::OK);
+    };
+    let can_ask = args.interactive && std::io::stdin().is_terminal();
+    let mut prompter = Prompter::new(session_id.clone(), can_ask);
+    let mut run = Run::default();
+    let stdout = std::io::stdout();
+    loop {
+        tokio::select! {
+            line = prompter.next_line(), if prompter.is_asking() => {
+                if let Some(line) = line {
+                    prompter.answer(&client, &line).await?;
+                }
+            }
+            event = events.next() => {
+                let event = match event {
+                    Some(Ok(event)) => event,
+                    Some(Err(e)) => return Err(Failure::new(exit::FAILED, format!("bad event from geminid: {e}"))),
+                    None => return Err(Failure::new(exit::UNREACHABLE, "geminid closed the connection")),
+                };
+                if args.format == OutputFormat::StreamJson {
+                    let mut out = stdout.lock();
+                    let _ = serde_json::to_writer(&mut out, &event);
+                    let _ = writeln!(out);
+                    let _ = out.flush();
+                }
+                if let EventPayload::ToolCall(call) = &event.payload {
+                    prompter.observe(call);
+                    prompter.ask_next();
+                }
+                if run.take(&event, &turn_id, args.format == OutputFormat::Text) {
+                    break;
+                }
+            }
+        }
+    }
+    if args.format == OutputFormat::Json {
+        let doc = json!({
+            "sessionId": session_id,
+            "turnId": turn_id,
+            "response": run.answer,
+            "toolCalls": run.calls.iter().map(|c| json!({
+                "callId": c.call_id, "name": c.name, "args": c.args,
+                "state": c.state, "error": c.error,
+            })).collect::<Vec<_>>(),
+            "stats": {
+                "reason": run.reason, "message": run.message,
+                "inputTokens": run.input_tokens, "outputTokens": run.output_tokens,
+                "durationMs": started.elapsed().as_millis() as u64,
+            },
+        });
+        println!("{doc}");
+    } else if args.format == OutputFormat::Text {
+        if !run.answer.is_empty() && !run.answer.ends_with('\n') {
+            println!();
+        }
+        if let Some(message) = &run.message {
+            eprintln!("gemctl: turn ended ({}): {message}", run.reason);
+        } else if run.reason != "completed" {
+            eprintln!("gemctl: turn ended: {}", run.reason);
+        }
+    }
+    Ok(run.exit_status())
+}
+
+/// What one turn produced, collected from its events.
+#[derive(Default)]
+struct Run {
+    answer: String,
+    calls: Vec<ToolCallSnapshot>,
+    reason: String,
+    message: Option<String>,
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+}
+
+impl Run {
+    /// Takes one event; true when the turn is over. With `print`, the
+    /// answer goes to stdout as it streams and call progress to stderr.
+    fn take(&mut self, event: &SessionEvent, turn: &str, print: bool) -> bool {
+        match &event.payload {
+            EventPayload::ModelText { turn_id, delta } if turn_id == turn => {
+                self.answer.push_str(delta);
+                if print {
+                    let mut out = std::io::stdout().lock();
+                    let _ = out.write_all(delta.as_bytes());
+                    let _ = out.flush();
+                }
+            }
+            EventPayload::ToolCall(call) => {
+                if print && (call.state.is_terminal() || call.state == CallState::AwaitingApproval)
+                {
+                    if let Some(line) = render::state_line(call) {
+                        eprintln!("{line}");
+                    }
+                }
+                if call.state.is_terminal() {
+                    self.calls.push((**call).clone());
+                }
+            }
+            EventPayload::Error { message } if print => eprintln!("geminid: {message}"),
+            EventPayload::TurnFinished {
+                turn_id,
+                reason,
+                input_tokens,
+                output_tokens,
+                message,
+            } if turn_id == turn => {
+                self.reason = reason.clone();
+                self.message = message.clone();
+                self.input_tokens = *input_tokens;
+                self.output_tokens = *output_tokens;
+                return true;
+            }
+            _ => {}
+        }
+        false
+    }
+
+    /// 0 completed; 3 completed but the policy denied a call; 4 cancelled
+    /// or interrupted; 5 model error; 6 stopped by a limit.
+    fn exit_status(&self) -> u8 {
+        match self.reason.as_str() {
+            "completed"
+                if self
+                    .calls
+                    .iter()
+                    .any(|c| render::exit_status(c) == exit::DENIED) =>
+            {
+                exit::DENIED
+            }
+            "completed" => exit::OK,
+            "cancelled" | "interrupted" => exit::CANCELLED,
+            "max_steps" | "loop_detected" => exit::LIMIT,
+            _ => exit::MODEL,
+        }
+    }
+}
+
+fn read_stdin() -> Result<String, Failure> {
+    let mut stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        return Err(Failure::new(
+            exit::USAGE,
+            "give the prompt as an argument or on stdin",
+        ));
+    }
+    let mut text = String::new();
+    stdin
+        .read_to_string(&mut text)
+        .map_err(|e| Failure::new(exit::USAGE, format!("reading the prompt from stdin: {e}")))?;
+    if text.trim().is_empty() {
+        return Err(Failure::new(exit::USAGE, "the prompt on stdin is empty"));
+    }
+    Ok(text)
+}
