@@ -665,7 +665,7 @@ async fn store_commit(n: usize) -> (Stats, Stats, Stats) {
         Append {
             events: vec![geminid::session::Published::new(*seq, json)],
             open_calls: vec![(format!("call-{seq}"), None)],
-            record: None,
+            ..Append::default()
         }
     };
     let mut seq = 0u64;

@@ -149,6 +149,8 @@ async fn serve(
     log: Arc<Mutex<Vec<Seen>>>,
     count: Arc<std::sync::atomic::AtomicUsize>,
 ) -> std::io::Result<()> {
+    // Like real servers: no Nagle delay between a head and its chunks.
+    stream.set_nodelay(true)?;
     let mut buffer = Vec::new();
     loop {
         let Some(seen) = read_request(&mut stream, &mut buffer).await? else {

@@ -63,10 +63,6 @@ impl Turns {
             .unwrap()
             .turn_id
     }
-
-    fn path(&self, name: &str) -> String {
-        self.d.workspace.join(name).display().to_string()
-    }
 }
 
 fn finished(turn: &str) -> impl FnMut(&SessionEvent) -> bool + '_ {

@@ -170,11 +170,11 @@ impl Run {
                 }
             }
             EventPayload::ToolCall(call) => {
-                if print && (call.state.is_terminal() || call.state == CallState::AwaitingApproval)
+                if print
+                    && (call.state.is_terminal() || call.state == CallState::AwaitingApproval)
+                    && let Some(line) = render::state_line(call)
                 {
-                    if let Some(line) = render::state_line(call) {
-                        eprintln!("{line}");
-                    }
+                    eprintln!("{line}");
                 }
                 if call.state.is_terminal() {
                     self.calls.push((**call).clone());

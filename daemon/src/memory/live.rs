@@ -126,10 +126,10 @@ fn watch(
                 .is_some_and(|n| names.contains(n))
     };
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-        if let Ok(event) = event {
-            if event.paths.iter().any(|p| relevant(p)) {
-                stale.store(true, Ordering::Release);
-            }
+        if let Ok(event) = event
+            && event.paths.iter().any(|p| relevant(p))
+        {
+            stale.store(true, Ordering::Release);
         }
     })
     .map_err(|e| tracing::warn!(error = %e, "memory files are not watched; use memory.reload"))

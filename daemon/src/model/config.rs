@@ -134,11 +134,14 @@ impl ModelConfig {
     }
 }
 
+/// Reads an environment variable (a closure, so tests can set their own).
+pub type Env = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
 /// The daemon's current model: the configuration is resolved again when
 /// the settings file changes; the client is rebuilt only when it changed.
 pub struct ModelSlot {
     settings_file: PathBuf,
-    env: Box<dyn Fn(&str) -> Option<String> + Send + Sync>,
+    env: Env,
     http: reqwest::Client,
     current: Mutex<Cached>,
 }
@@ -159,12 +162,10 @@ impl ModelSlot {
         )
     }
 
-    pub fn with_env(
-        settings_file: &Path,
-        env: Box<dyn Fn(&str) -> Option<String> + Send + Sync>,
-    ) -> Self {
+    pub fn with_env(settings_file: &Path, env: Env) -> Self {
         let http = reqwest::Client::builder()
             .connect_timeout(std::time::Duration::from_secs(15))
+            .tcp_nodelay(true)
             // Streams may pause (thinking); a stalled body still ends.
             .read_timeout(std::time::Duration::from_secs(300))
             .user_agent(concat!("geminid/", env!("CARGO_PKG_VERSION")))
