@@ -324,3 +324,14 @@ pub fn memory_info(
             .collect(),
     }
 }
+
+/// The answer to `tool.call` with `wait: true`: the final event's JSON as
+/// stored (a superset of the snapshot), not serialized a second time.
+pub fn call_finished(done: crate::session::FinalCall) -> geminid_protocol::tool::ToolCallStarted {
+    let mut started = geminid_protocol::tool::ToolCallStarted::accepted(done.call_id);
+    match done.event {
+        Some(event) => started.outcome_json = Some(event.json.clone()),
+        None => started.outcome = done.snapshot,
+    }
+    started
+}

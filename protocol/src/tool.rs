@@ -225,12 +225,50 @@ fn empty_object() -> Value {
 }
 
 /// Result of `tool.call`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ToolCallStarted {
     pub call_id: String,
     /// The final snapshot, when `wait` was true.
     pub outcome: Option<ToolCallSnapshot>,
+    /// Server side only: the final snapshot already serialized (the stored
+    /// `toolCall` event, whose extra fields a reader ignores); sent in
+    /// place of `outcome`.
+    #[serde(skip)]
+    pub outcome_json: Option<Box<serde_json::value::RawValue>>,
+}
+
+impl ToolCallStarted {
+    /// A call accepted, not waited for.
+    pub fn accepted(call_id: String) -> Self {
+        ToolCallStarted {
+            call_id,
+            outcome: None,
+            outcome_json: None,
+        }
+    }
+}
+
+impl PartialEq for ToolCallStarted {
+    fn eq(&self, other: &Self) -> bool {
+        self.call_id == other.call_id
+            && self.outcome == other.outcome
+            && self.outcome_json.as_ref().map(|j| j.get())
+                == other.outcome_json.as_ref().map(|j| j.get())
+    }
+}
+
+impl Serialize for ToolCallStarted {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = serializer.serialize_struct("ToolCallStarted", 2)?;
+        out.serialize_field("callId", &self.call_id)?;
+        match &self.outcome_json {
+            Some(json) => out.serialize_field("outcome", json)?,
+            None => out.serialize_field("outcome", &self.outcome)?,
+        }
+        out.end()
+    }
 }
 
 /// Params of `tool.confirm`.
@@ -252,4 +290,27 @@ pub struct ConfirmResult {
     /// True for the answer that decided the call; false when another
     /// client answered first or the call is no longer waiting.
     pub accepted: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_preserialized_outcome_reads_back_as_the_snapshot() {
+        let event = r#"{"sessionId":"s","seq":7,"time":1,"type":"toolCall","callId":"call-3","name":"glob","args":{},"state":"success","description":null,"locations":[],"confirmation":null,"outputDelta":null,"result":null,"error":null,"decidedBy":"policy"}"#;
+        let started = ToolCallStarted {
+            call_id: "call-3".into(),
+            outcome: None,
+            outcome_json: Some(serde_json::value::RawValue::from_string(event.into()).unwrap()),
+        };
+        let wire = serde_json::to_string(&started).unwrap();
+        let back: ToolCallStarted = serde_json::from_str(&wire).unwrap();
+        let outcome = back.outcome.unwrap();
+        assert_eq!(
+            (outcome.call_id.as_str(), outcome.state),
+            ("call-3", CallState::Success)
+        );
+        assert_eq!(outcome.decided_by.as_deref(), Some("policy"));
+    }
 }

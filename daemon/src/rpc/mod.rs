@@ -221,20 +221,21 @@ impl GeminidApiServer for RpcHandler {
     ) -> RpcResult<ToolCallStarted> {
         let handle = self.session(&session_id)?;
         let args = args.unwrap_or_else(|| Value::Object(Default::default()));
-        let accepted = handle.call(name, args, wait.unwrap_or(false)).await?;
-        let outcome = match accepted.done {
-            Some(done) => Some(done.await.map_err(|_| {
-                rpc_error(
+        if !wait.unwrap_or(false) {
+            let call_id = handle.call(name, args).await?;
+            return Ok(ToolCallStarted::accepted(call_id));
+        }
+        let done = handle
+            .call_and_wait(name, args)
+            .await
+            .map_err(|e| match e {
+                crate::session::SessionError::Stopped(_) => rpc_error(
                     code::SHUTTING_DOWN,
                     "the session stopped before the call finished",
-                )
-            })?),
-            None => None,
-        };
-        Ok(ToolCallStarted {
-            call_id: accepted.call_id,
-            outcome,
-        })
+                ),
+                other => other.into(),
+            })?;
+        Ok(wire::call_finished(done))
     }
 
     async fn confirm_tool(

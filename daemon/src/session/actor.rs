@@ -12,7 +12,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use geminid_protocol::event::{EventPayload, SessionEvent};
-use geminid_protocol::tool::ToolCallSnapshot;
 use serde_json::value::RawValue;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
@@ -79,7 +78,9 @@ pub(super) struct Actor {
     pub(super) scheduler: Scheduler,
     pub(super) invocations: HashMap<String, Box<dyn ToolInvocation>>,
     pub(super) running: HashMap<String, CancellationToken>,
-    pub(super) waiters: HashMap<String, Vec<oneshot::Sender<ToolCallSnapshot>>>,
+    pub(super) waiters: HashMap<String, Vec<super::driver::Waiter>>,
+    /// The final `toolCall` event of calls about to retire.
+    pub(super) final_events: HashMap<String, Arc<Published>>,
     /// What a person allowed for the rest of the session.
     pub(super) allowlist: crate::policy::SessionAllowlist,
     events: broadcast::Sender<Arc<Published>>,
@@ -132,6 +133,7 @@ pub fn spawn(
         invocations: HashMap::new(),
         running: HashMap::new(),
         waiters: HashMap::new(),
+        final_events: HashMap::new(),
         allowlist: crate::policy::SessionAllowlist::new(),
         events,
         internal: internal_tx,
@@ -215,12 +217,7 @@ impl Actor {
                     last_seq: self.last_seq,
                 });
             }
-            Command::Call {
-                name,
-                args,
-                wait,
-                reply,
-            } => self.submit_call(name, args, wait, reply),
+            Command::Call { name, args, reply } => self.submit_call(name, args, reply),
             Command::Confirm {
                 call_id,
                 outcome,
@@ -357,6 +354,11 @@ impl Actor {
         self.emit(EventPayload::SessionRecovered {
             interrupted_calls: ids,
         });
+    }
+
+    /// The event most recently appended to the pending batch.
+    pub(super) fn last_pending(&self) -> Option<Arc<Published>> {
+        self.pending.events.last().cloned()
     }
 
     /// Appends an event to the pending batch and returns its seq.

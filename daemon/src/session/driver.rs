@@ -12,45 +12,56 @@ use tokio::sync::oneshot;
 
 use super::SessionError;
 use super::actor::{Actor, Internal};
-use super::handle::CallAccepted;
+use super::handle::{CallReply, FinalCall};
 use crate::policy::{Decision, PolicyVerdict, SHELL_TOOL_NAME, SavedRule, split_command};
 use crate::scheduler::{Answer, CallError, CallErrorKind, Effect, Prepared, ToolCall};
 use crate::tools::{OutputSink, ToolError};
 use crate::wire;
 
 impl Actor {
-    pub(super) fn submit_call(
+    pub(super) fn submit_call(&mut self, name: String, args: Value, reply: CallReply) {
+        match reply {
+            CallReply::Accepted(reply) => {
+                let call_id = self.start_call(name, args, None);
+                // The id names the call's first event: reveal it once durable.
+                self.after_commit(move || {
+                    let _ = reply.send(call_id);
+                });
+            }
+            CallReply::Finished(reply) => {
+                let waiter = Waiter {
+                    tx: reply,
+                    snapshot: false,
+                };
+                self.start_call(name, args, Some(waiter));
+            }
+        }
+    }
+
+    /// Submits a call to the scheduler; `waiter` gets it when it has
+    /// finished (after the commit that made its end durable).
+    pub(super) fn start_call(
         &mut self,
         name: String,
         args: Value,
-        wait: bool,
-        reply: oneshot::Sender<CallAccepted>,
-    ) {
-        let accepted = self.start_call(name, args, wait);
-        self.after_commit(move || {
-            let _ = reply.send(accepted);
-        });
-    }
-
-    /// Submits a call to the scheduler; with `wait`, the answer carries a
-    /// receiver for its final snapshot. Reveal the call id only after the
-    /// commit (it names the call's first event).
-    pub(super) fn start_call(&mut self, name: String, args: Value, wait: bool) -> CallAccepted {
+        waiter: Option<Waiter>,
+    ) -> String {
         // The call id is derived from the seq of the call's first event,
         // which is unique in the session and survives restarts.
         let call_id = format!("call-{}", self.next_seq());
         let saved = serde_json::to_vec(&(&name, &args)).unwrap_or_default();
         self.pending_open_call(&call_id, Some(saved));
-        let done = wait.then(|| {
-            let (tx, rx) = oneshot::channel();
-            self.waiters.entry(call_id.clone()).or_default().push(tx);
-            rx
-        });
+        if let Some(waiter) = waiter {
+            self.waiters
+                .entry(call_id.clone())
+                .or_default()
+                .push(waiter);
+        }
         let effects = self
             .scheduler
             .submit(ToolCall::new(call_id.clone(), name, args));
         self.apply(effects);
-        CallAccepted { call_id, done }
+        call_id
     }
 
     /// A client's answer to a confirmation. `Ok(false)` when the call is
@@ -173,19 +184,38 @@ impl Actor {
                 }
             }
             Effect::Publish { call, output_delta } => {
+                let terminal = call.state.is_terminal();
+                let call_id = call.id.clone();
                 let snapshot = wire::snapshot(&call, output_delta);
                 self.emit(EventPayload::ToolCall(Box::new(snapshot)));
+                if terminal && self.waiters.contains_key(&call_id) {
+                    if let Some(event) = self.last_pending() {
+                        self.final_events.insert(call_id, event);
+                    }
+                }
             }
             Effect::Retire { call_id } => {
                 self.invocations.remove(&call_id);
                 self.pending_open_call(&call_id, None);
+                let event = self.final_events.remove(&call_id);
                 if let Some(call) = self.scheduler.forget(&call_id) {
                     let waiters = self.waiters.remove(&call_id).unwrap_or_default();
                     if !waiters.is_empty() {
-                        let snapshot = wire::snapshot(&call, None);
+                        let snapshot = waiters
+                            .iter()
+                            .any(|w| w.snapshot)
+                            .then(|| wire::snapshot(&call, None));
                         self.after_commit(move || {
                             for waiter in waiters {
-                                let _ = waiter.send(snapshot.clone());
+                                let _ = waiter.tx.send(FinalCall {
+                                    call_id: call_id.clone(),
+                                    snapshot: if waiter.snapshot {
+                                        snapshot.clone()
+                                    } else {
+                                        None
+                                    },
+                                    event: event.clone(),
+                                });
                             }
                         });
                     }
@@ -303,6 +333,13 @@ impl Actor {
             let _ = internal.send(Internal::Finished { call_id, outcome });
         });
     }
+}
+
+/// Someone waiting for a call to finish.
+pub(super) struct Waiter {
+    pub tx: oneshot::Sender<FinalCall>,
+    /// Whether it needs the structured snapshot (the event JSON is always sent).
+    pub snapshot: bool,
 }
 
 /// "policy: <reason> (<file> rule #<n>, <tier> tier)" for `decidedBy`.

@@ -27,11 +27,23 @@ pub struct PolicyCheck {
     pub interactive: bool,
 }
 
-/// The answer to a `tool.call`.
-pub struct CallAccepted {
+/// A call that has finished, for whoever waited on it.
+pub struct FinalCall {
     pub call_id: String,
-    /// Resolves with the final snapshot, when the caller asked to wait.
-    pub done: Option<oneshot::Receiver<ToolCallSnapshot>>,
+    /// The final snapshot, when the waiter asked for it in structured form.
+    pub snapshot: Option<ToolCallSnapshot>,
+    /// The final `toolCall` event as stored and broadcast: its JSON is a
+    /// superset of the snapshot's, so a `wait: true` answer can carry it
+    /// without serializing a large result a second time.
+    pub event: Option<Arc<Published>>,
+}
+
+/// How a `Call` command is answered.
+pub(super) enum CallReply {
+    /// With the call id, once the call's first event is durable.
+    Accepted(oneshot::Sender<String>),
+    /// Only when the call has finished (`tool.call` with `wait: true`).
+    Finished(oneshot::Sender<FinalCall>),
 }
 
 pub(super) enum Command {
@@ -44,8 +56,7 @@ pub(super) enum Command {
     Call {
         name: String,
         args: Value,
-        wait: bool,
-        reply: oneshot::Sender<CallAccepted>,
+        reply: CallReply,
     },
     Confirm {
         call_id: String,
@@ -119,17 +130,26 @@ impl SessionHandle {
         self.ask(|reply| Command::Subscribe { reply }).await
     }
 
-    pub async fn call(
-        &self,
-        name: String,
-        args: Value,
-        wait: bool,
-    ) -> Result<CallAccepted, SessionError> {
+    /// Schedules a call; answers with its id.
+    pub async fn call(&self, name: String, args: Value) -> Result<String, SessionError> {
         self.ask(|reply| Command::Call {
             name,
             args,
-            wait,
-            reply,
+            reply: CallReply::Accepted(reply),
+        })
+        .await
+    }
+
+    /// Schedules a call and answers when it has finished.
+    pub async fn call_and_wait(
+        &self,
+        name: String,
+        args: Value,
+    ) -> Result<FinalCall, SessionError> {
+        self.ask(|reply| Command::Call {
+            name,
+            args,
+            reply: CallReply::Finished(reply),
         })
         .await
     }

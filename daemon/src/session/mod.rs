@@ -12,7 +12,7 @@ pub mod turn;
 mod wal;
 
 pub use actor::ActorDeps;
-pub use handle::{CallAccepted, PolicyCheck, Published, SessionHandle, Subscription};
+pub use handle::{FinalCall, PolicyCheck, Published, SessionHandle, Subscription};
 pub use manager::{NewSession, SessionManager};
 pub use store::{SessionRecord, Store, StoreError};
 pub use wal::CHECKPOINT_EVERY;

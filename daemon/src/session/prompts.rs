@@ -149,17 +149,16 @@ impl Actor {
             TurnMsg::Calls { calls, reply } => {
                 // A cancelled turn starts nothing; its calls get "not run"
                 // responses from the turn.
-                let accepted: Vec<_> = if cancelled {
-                    Vec::new()
-                } else {
-                    calls
-                        .into_iter()
-                        .map(|(name, args)| self.start_call(name, args, true))
-                        .collect()
-                };
-                self.after_commit(move || {
-                    let _ = reply.send(accepted);
-                });
+                let mut done = Vec::new();
+                if !cancelled {
+                    for (name, args) in calls {
+                        let (tx, rx) = tokio::sync::oneshot::channel();
+                        let waiter = super::driver::Waiter { tx, snapshot: true };
+                        self.start_call(name, args, Some(waiter));
+                        done.push(rx);
+                    }
+                }
+                let _ = reply.send(done);
             }
             TurnMsg::Finished(end) => self.finish_turn(&turn_id, end),
         }

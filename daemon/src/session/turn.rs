@@ -22,7 +22,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::actor::Internal;
-use super::handle::CallAccepted;
+use super::handle::FinalCall;
 use crate::model::content::push_merged;
 use crate::model::{
     Content, FunctionCall, FunctionResponse, Model, ModelRequest, Part, Role, Usage,
@@ -55,7 +55,7 @@ pub(super) enum TurnMsg {
     /// Schedule these calls together; the answer has one entry per call.
     Calls {
         calls: Vec<(String, Value)>,
-        reply: oneshot::Sender<Vec<CallAccepted>>,
+        reply: oneshot::Sender<Vec<oneshot::Receiver<FinalCall>>>,
     },
     /// The turn is over.
     Finished(TurnEnd),
@@ -285,16 +285,15 @@ async fn run_calls(sink: &Sink, calls: &[FunctionCall]) -> Vec<Option<ToolCallSn
             .collect(),
         reply,
     });
-    let Ok(accepted) = accepted.await else {
+    let Ok(done) = accepted.await else {
         return vec![None; calls.len()];
     };
-    let waits = accepted.into_iter().map(|a| async move {
-        match a.done {
-            Some(done) => done.await.ok(),
-            None => None,
-        }
-    });
-    futures::future::join_all(waits).await
+    let waits = done
+        .into_iter()
+        .map(|rx| async move { rx.await.ok().and_then(|f| f.snapshot) });
+    let mut snapshots = futures::future::join_all(waits).await;
+    snapshots.resize(calls.len(), None);
+    snapshots
 }
 
 /// Counts each call; returns the name of one seen `threshold` times.
