@@ -188,10 +188,11 @@ impl Actor {
                 let call_id = call.id.clone();
                 let snapshot = wire::snapshot(&call, output_delta);
                 self.emit(EventPayload::ToolCall(Box::new(snapshot)));
-                if terminal && self.waiters.contains_key(&call_id) {
-                    if let Some(event) = self.last_pending() {
-                        self.final_events.insert(call_id, event);
-                    }
+                if terminal
+                    && self.waiters.contains_key(&call_id)
+                    && let Some(event) = self.last_pending()
+                {
+                    self.final_events.insert(call_id, event);
                 }
             }
             Effect::Retire { call_id } => {
