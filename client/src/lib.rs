@@ -19,6 +19,7 @@
 mod acp;
 pub mod cli;
 mod client;
+mod mcp_serve;
 pub mod transport;
 
 pub use client::{Client, ClientError, default_socket};
