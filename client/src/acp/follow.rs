@@ -89,6 +89,14 @@ impl Follow {
         self.shared().own_texts.push(text.to_owned());
     }
 
+    /// Forgets a prompt the daemon refused.
+    pub fn not_sent(&self, text: &str) {
+        let mut shared = self.shared();
+        if let Some(i) = shared.own_texts.iter().position(|t| t == text) {
+            shared.own_texts.remove(i);
+        }
+    }
+
     /// Answers `request` when `turn_id` finishes (at once if it has).
     pub fn await_turn(&self, peer: &Peer, turn_id: String, request: Value) {
         let mut shared = self.shared();

@@ -189,11 +189,17 @@ impl Agent {
             .ok_or_else(|| invalid("missing array param `prompt`"))?;
         let text = convert::prompt_text(blocks);
         follow.sending(&text);
-        let accepted = self
+        let accepted = match self
             .client
-            .prompt(follow.session_id.clone(), text)
+            .prompt(follow.session_id.clone(), text.clone())
             .await
-            .map_err(|e| daemon_error(&e))?;
+        {
+            Ok(accepted) => accepted,
+            Err(e) => {
+                follow.not_sent(&text);
+                return Err(daemon_error(&e));
+            }
+        };
         follow.await_turn(&self.peer, accepted.turn_id, id);
         Ok(())
     }
