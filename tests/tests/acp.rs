@@ -2,109 +2,17 @@
 //! way an editor drives it, against a real geminid and the fake model;
 //! then by two real ACP clients, `acp-client.mjs` (the ACP SDK) and `acpx`.
 
+mod acp_setup;
 mod peers;
 mod stdio;
 
+use acp_setup::{Setup, prompt, text_of, updates, writes_a_file};
 use geminid_protocol::event::EventPayload;
 use geminid_protocol::tool::{CallState, ConfirmationOutcome};
-use geminid_tests::fake_model::{FakeModel, Reply, gemini};
+use geminid_tests::fake_model::{Reply, gemini};
 use geminid_tests::*;
 use serde_json::{Value, json};
-use stdio::{StdioPeer, is_request};
-
-/// A daemon on the fake model, and a way to start `gemctl acp` against it.
-struct Setup {
-    d: TestDaemon,
-    _fake: FakeModel,
-}
-
-impl Setup {
-    async fn new(replies: Vec<Reply>) -> Setup {
-        let fake = FakeModel::scripted(replies).await;
-        let d = TestDaemon::start_with_env(&[
-            ("GEMINI_API_KEY", "test-key"),
-            ("GOOGLE_GEMINI_BASE_URL", fake.base_url.as_str()),
-            ("GEMINI_MODEL", "gemini-2.5-flash"),
-        ]);
-        fake.set_var("WS", &d.workspace.display().to_string());
-        Setup { d, _fake: fake }
-    }
-
-    fn ws(&self) -> String {
-        self.d.workspace.display().to_string()
-    }
-
-    /// `gemctl acp`, initialized.
-    async fn agent(&self) -> StdioPeer {
-        let mut agent = StdioPeer::spawn(self.d.gemctl(&["acp"]));
-        let (init, _) = agent
-            .call(
-                "initialize",
-                json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}}}),
-            )
-            .await;
-        assert_eq!(init["result"]["protocolVersion"], 1, "{init}");
-        assert_eq!(init["result"]["agentCapabilities"]["loadSession"], true);
-        agent
-    }
-
-    /// `session/new` in the workspace; returns the session id.
-    async fn new_session(&self, agent: &mut StdioPeer) -> String {
-        let (r, _) = agent
-            .call("session/new", json!({"cwd": self.ws(), "mcpServers": []}))
-            .await;
-        let modes = &r["result"]["modes"];
-        assert_eq!(modes["currentModeId"], "default", "{r}");
-        let ids: Vec<&str> = modes["availableModes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|m| m["id"].as_str().unwrap())
-            .collect();
-        assert_eq!(ids, ["default", "autoEdit", "yolo"]);
-        r["result"]["sessionId"].as_str().unwrap().to_owned()
-    }
-}
-
-fn prompt(session: &str, text: &str) -> Value {
-    json!({"sessionId": session, "prompt": [{"type": "text", "text": text}]})
-}
-
-/// The `session/update` payloads among `messages`.
-fn updates(messages: &[Value]) -> Vec<&Value> {
-    messages
-        .iter()
-        .filter(|m| m["method"] == "session/update")
-        .map(|m| &m["params"]["update"])
-        .collect()
-}
-
-fn text_of(messages: &[Value], kind: &str) -> String {
-    updates(messages)
-        .iter()
-        .filter(|u| u["sessionUpdate"] == kind)
-        .filter_map(|u| u["content"]["text"].as_str())
-        .collect()
-}
-
-/// A model answer that streams text and a thought, then writes a file.
-fn writes_a_file() -> Vec<Reply> {
-    vec![
-        Reply::Stream {
-            events: vec![
-                gemini::thought("a file is needed"),
-                gemini::text("Writing it. "),
-                gemini::calls(&[(
-                    "write_file",
-                    json!({"file_path": "{WS}/hello.txt", "content": "hi\n"}),
-                )]),
-                gemini::done(10, 5),
-            ],
-            gap: std::time::Duration::ZERO,
-        },
-        gemini::answer(&["Done."]),
-    ]
-}
+use stdio::is_request;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_prompt_streams_text_and_a_tool_call_approved_by_the_editor() {
@@ -324,10 +232,12 @@ async fn modes_switch_and_a_loaded_session_replays_its_history() {
 
 /// Runs a peer command in the peers folder (so `npx` finds Node 22).
 async fn run_peer(peers: &std::path::Path, program: &str, args: &[&str]) -> (bool, String) {
+    let home = tempfile::tempdir().expect("home");
     let out = tokio::process::Command::new(program)
         .args(args)
         .current_dir(peers)
-        .env("HOME", peers.join("home-acp-tests"))
+        // acpx keeps its sessions under $HOME.
+        .env("HOME", home.path())
         .output()
         .await
         .expect("run peer");
