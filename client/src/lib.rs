@@ -16,8 +16,10 @@
 //! [`Client`] derefs to jsonrpsee's client, so every method of
 //! [`GeminidApiClient`] is available on it.
 
+mod acp;
 pub mod cli;
 mod client;
+mod mcp_serve;
 pub mod transport;
 
 pub use client::{Client, ClientError, default_socket};

@@ -38,11 +38,18 @@ pub enum McpCommand {
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         target: Vec<String>,
     },
+    /// Serve the daemon's tools as an MCP server on stdio; calls run
+    /// through one session's scheduler and policy
+    #[command(
+        after_help = "Examples:\n  gemctl mcp serve --session $S\n  gemctl mcp serve --cwd ~/project --mode autoEdit"
+    )]
+    Serve(crate::mcp_serve::ServeArgs),
 }
 
 pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
     match cmd {
         McpCommand::List => list(ctx).await,
+        McpCommand::Serve(args) => crate::mcp_serve::run(&ctx.socket, args).await,
         McpCommand::Restart { name } => {
             let client = ctx.connect().await?;
             let info = client.restart_mcp(name).await?;

@@ -135,6 +135,9 @@ enum Command {
         #[arg(long)]
         no_confirm: bool,
     },
+    /// Be an Agent Client Protocol (v1) agent on stdio, for editors such
+    /// as Zed; ACP sessions are daemon sessions
+    Acp,
 }
 
 const PROMPT_HELP: &str = "\
@@ -267,6 +270,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> Outcome {
             since,
             no_confirm,
         } => attach::attach(ctx, &session, since, !no_confirm).await,
+        Command::Acp => crate::acp::run(&ctx.socket).await,
     }
 }
 

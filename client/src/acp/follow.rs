@@ -1,0 +1,337 @@
+//! Following one daemon session for the editor: its events become
+//! `session/update` notifications, a `turnFinished` answers the
+//! `session/prompt` that queued the turn, a call awaiting approval becomes a
+//! `session/request_permission` (withdrawn when a terminal answers first),
+//! and after `session/load` the history is replayed before the answer.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+
+use geminid_protocol::api::GeminidApiClient;
+use geminid_protocol::event::{EventPayload, SessionEvent};
+use geminid_protocol::tool::{CallState, ToolCallSnapshot};
+use serde_json::{Value, json};
+
+use super::convert;
+use super::rpc::{Peer, code, daemon_error};
+use crate::Client;
+
+/// A turn's end, or the prompt request waiting for it.
+enum TurnWait {
+    Prompt(Value),
+    Finished(String, Option<String>),
+}
+
+/// What the prompt handler and the follower task share.
+#[derive(Default)]
+struct Shared {
+    turns: HashMap<String, TurnWait>,
+    /// Prompts sent from here whose `userMessage` is not echoed back.
+    own_texts: Vec<String>,
+}
+
+/// One followed session.
+pub struct Follow {
+    pub session_id: String,
+    shared: Mutex<Shared>,
+    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl Drop for Follow {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            task.abort();
+        }
+    }
+}
+
+impl Follow {
+    /// Starts following `session_id` from `since`; `load`, when given, is
+    /// the `session/load` request answered once the events up to
+    /// `history_end` have been sent.
+    pub fn start(
+        client: Arc<Client>,
+        peer: Arc<Peer>,
+        session_id: String,
+        since: u64,
+        history_end: u64,
+        load: Option<(Value, Value)>,
+    ) -> Arc<Follow> {
+        let follow = Arc::new(Follow {
+            session_id,
+            shared: Mutex::new(Shared::default()),
+            task: Mutex::new(None),
+        });
+        let task = Follower {
+            client,
+            peer,
+            follow: Arc::downgrade(&follow),
+            session_id: follow.session_id.clone(),
+            history_end,
+            replayed: false,
+            load,
+            calls: HashMap::new(),
+            awaiting: BTreeMap::new(),
+            asked: HashMap::new(),
+            kinds: HashMap::new(),
+        };
+        let handle = tokio::spawn(task.run(since));
+        *follow.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
+        follow
+    }
+
+    fn shared(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Remembers a prompt about to be sent, so its echo is not shown.
+    pub fn sending(&self, text: &str) {
+        self.shared().own_texts.push(text.to_owned());
+    }
+
+    /// Forgets a prompt the daemon refused.
+    pub fn not_sent(&self, text: &str) {
+        let mut shared = self.shared();
+        if let Some(i) = shared.own_texts.iter().position(|t| t == text) {
+            shared.own_texts.remove(i);
+        }
+    }
+
+    /// Answers `request` when `turn_id` finishes (at once if it has).
+    pub fn await_turn(&self, peer: &Peer, turn_id: String, request: Value) {
+        let mut shared = self.shared();
+        match shared.turns.remove(&turn_id) {
+            Some(TurnWait::Finished(reason, message)) => {
+                answer_prompt(peer, request, &reason, message.as_deref())
+            }
+            _ => {
+                shared.turns.insert(turn_id, TurnWait::Prompt(request));
+            }
+        }
+    }
+}
+
+fn answer_prompt(peer: &Peer, request: Value, reason: &str, message: Option<&str>) {
+    match convert::stop_reason(reason, message) {
+        Ok(stop) => peer.respond(request, json!({"stopReason": stop})),
+        Err(message) => peer.respond_error(request, code::INTERNAL_ERROR, message),
+    }
+}
+
+/// A call as the editor has seen it.
+#[derive(Default)]
+struct SeenCall {
+    output: String,
+}
+
+struct Follower {
+    client: Arc<Client>,
+    peer: Arc<Peer>,
+    follow: std::sync::Weak<Follow>,
+    session_id: String,
+    history_end: u64,
+    replayed: bool,
+    load: Option<(Value, Value)>,
+    calls: HashMap<String, SeenCall>,
+    /// Calls awaiting approval, oldest first (`call-<seq>`).
+    awaiting: BTreeMap<u64, ToolCallSnapshot>,
+    /// Permission requests sent, by call id.
+    asked: HashMap<String, u64>,
+    /// Daemon tool kinds by tool name.
+    kinds: HashMap<String, String>,
+}
+
+impl Follower {
+    async fn run(mut self, since: u64) {
+        self.refresh_kinds().await;
+        let mut events = match self
+            .client
+            .subscribe_session(self.session_id.clone(), Some(since))
+            .await
+        {
+            Ok(events) => events,
+            Err(e) => {
+                if let Some((request, _)) = self.load.take() {
+                    let (code, message) = daemon_error(&e);
+                    self.peer.respond_error(request, code, message);
+                }
+                return;
+            }
+        };
+        if since >= self.history_end {
+            self.history_replayed();
+        }
+        while let Some(Ok(event)) = events.next().await {
+            self.on_event(&event).await;
+            if event.seq >= self.history_end {
+                self.history_replayed();
+            }
+        }
+        // The daemon ended the stream (session deleted, daemon stopping):
+        // prompts still waiting will not finish here.
+        eprintln!("gemctl acp: the event stream of {} ended", self.session_id);
+        if let Some(follow) = self.follow.upgrade() {
+            for (_, wait) in follow.shared().turns.drain() {
+                if let TurnWait::Prompt(request) = wait {
+                    let message = "geminid ended the session's event stream";
+                    self.peer
+                        .respond_error(request, code::INTERNAL_ERROR, message);
+                }
+            }
+        }
+    }
+
+    async fn refresh_kinds(&mut self) {
+        if let Ok(tools) = self.client.list_tools(Some(self.session_id.clone())).await {
+            self.kinds = tools.into_iter().map(|t| (t.name, t.kind)).collect();
+        }
+    }
+
+    fn update(&self, update: Value) {
+        let params = json!({"sessionId": self.session_id, "update": update});
+        self.peer.notify("session/update", params);
+    }
+
+    /// Answers `session/load` (once) and asks about calls left waiting.
+    fn history_replayed(&mut self) {
+        if self.replayed {
+            return;
+        }
+        self.replayed = true;
+        if let Some((request, result)) = self.load.take() {
+            self.peer.respond(request, result);
+        }
+        let waiting: Vec<ToolCallSnapshot> = self.awaiting.values().cloned().collect();
+        for call in waiting {
+            self.ask(&call);
+        }
+    }
+
+    async fn on_event(&mut self, event: &SessionEvent) {
+        match &event.payload {
+            EventPayload::ModelText { delta, .. } => {
+                self.update(convert::chunk("agent_message_chunk", delta))
+            }
+            EventPayload::ModelThought { delta, .. } => {
+                self.update(convert::chunk("agent_thought_chunk", delta))
+            }
+            EventPayload::UserMessage { text, .. } if !self.is_own(text) => {
+                self.update(convert::chunk("user_message_chunk", text))
+            }
+            EventPayload::ToolCall(call) => self.on_call(call).await,
+            EventPayload::TurnFinished {
+                turn_id,
+                reason,
+                message,
+                ..
+            } => self.on_turn_finished(turn_id, reason, message.clone()),
+            EventPayload::ApprovalModeChanged { approval_mode } => self.update(
+                json!({"sessionUpdate": "current_mode_update", "currentModeId": approval_mode.as_str()}),
+            ),
+            _ => {}
+        }
+    }
+
+    fn is_own(&self, text: &str) -> bool {
+        let Some(follow) = self.follow.upgrade() else {
+            return false;
+        };
+        let mut shared = follow.shared();
+        match shared.own_texts.iter().position(|t| t == text) {
+            Some(i) => {
+                shared.own_texts.remove(i);
+                true
+            }
+            None => false,
+        }
+    }
+
+    fn on_turn_finished(&self, turn_id: &str, reason: &str, message: Option<String>) {
+        let Some(follow) = self.follow.upgrade() else {
+            return;
+        };
+        let mut shared = follow.shared();
+        match shared.turns.remove(turn_id) {
+            Some(TurnWait::Prompt(request)) => {
+                answer_prompt(&self.peer, request, reason, message.as_deref())
+            }
+            // The prompt's answer has not arrived yet (or the turn is not ours):
+            // keep the end for `await_turn`. Replayed turns are never awaited.
+            _ if self.replayed => {
+                if shared.turns.len() > 64 {
+                    shared.turns.retain(|_, w| matches!(w, TurnWait::Prompt(_)));
+                }
+                shared.turns.insert(
+                    turn_id.to_owned(),
+                    TurnWait::Finished(reason.to_owned(), message),
+                );
+            }
+            _ => {}
+        }
+    }
+
+    async fn on_call(&mut self, call: &ToolCallSnapshot) {
+        if !self.kinds.contains_key(&call.name) {
+            self.refresh_kinds().await;
+        }
+        let kind = self.kinds.get(&call.name).map(String::as_str);
+        let first = !self.calls.contains_key(&call.call_id);
+        let seen = self.calls.entry(call.call_id.clone()).or_default();
+        if let Some(delta) = &call.output_delta {
+            convert::add_output(&mut seen.output, delta);
+        }
+        let update = convert::tool_call(call, kind, first, &seen.output);
+        self.update(update);
+        if call.state.is_terminal() {
+            self.calls.remove(&call.call_id);
+        }
+        let key = order_key(&call.call_id);
+        if call.state == CallState::AwaitingApproval {
+            self.awaiting.insert(key, call.clone());
+            if self.replayed {
+                self.ask(call);
+            }
+        } else if call.output_delta.is_none() {
+            self.awaiting.remove(&key);
+            if let Some(request) = self.asked.remove(&call.call_id) {
+                // Decided elsewhere (a terminal, a cancel): withdraw the question.
+                self.peer.cancel_request(request);
+            }
+        }
+    }
+
+    /// Sends `session/request_permission` for a call (once) and passes the
+    /// editor's answer on with `tool.confirm`. A late answer, after another
+    /// client decided, is refused by the daemon (`accepted: false`).
+    fn ask(&mut self, call: &ToolCallSnapshot) {
+        if self.asked.contains_key(&call.call_id) {
+            return;
+        }
+        let kind = self.kinds.get(&call.name).map(String::as_str);
+        let params = convert::permission_request(&self.session_id, call, kind);
+        let (request, answer) = self.peer.request("session/request_permission", params);
+        self.asked.insert(call.call_id.clone(), request);
+        let client = self.client.clone();
+        let session_id = self.session_id.clone();
+        let call_id = call.call_id.clone();
+        tokio::spawn(async move {
+            let Ok(Ok(answer)) = answer.await else {
+                return;
+            };
+            let outcome = convert::permission_outcome(&answer);
+            if let Err(e) = client
+                .confirm_tool(session_id, call_id, outcome, None)
+                .await
+            {
+                eprintln!("gemctl acp: tool.confirm failed: {}", daemon_error(&e).1);
+            }
+        });
+    }
+}
+
+fn order_key(call_id: &str) -> u64 {
+    call_id
+        .strip_prefix("call-")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(u64::MAX)
+}

@@ -1,0 +1,324 @@
+//! `gemctl mcp serve`: the daemon's tools as an MCP server on stdio,
+//! spoken to raw, then by the MCP inspector CLI and the conformance suite
+//! (through supergateway).
+
+mod peers;
+mod stdio;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use geminid_protocol::tool::{CallState, ConfirmationOutcome};
+use geminid_tests::*;
+use serde_json::{Value, json};
+use stdio::{StdioPeer, is_response};
+
+async fn initialize(server: &mut StdioPeer) -> Value {
+    let (r, _) = server
+        .call(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "mcp-serve-test", "version": "0"}}),
+        )
+        .await;
+    server.notify("notifications/initialized", json!({})).await;
+    r
+}
+
+async fn call(server: &mut StdioPeer, name: &str, args: Value) -> Value {
+    let (r, _) = server
+        .call("tools/call", json!({"name": name, "arguments": args}))
+        .await;
+    r
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_are_listed_and_called_through_the_session() {
+    let d = TestDaemon::start();
+    std::fs::write(d.workspace.join("notes.txt"), "alpha beta\n").unwrap();
+    let c = d.client().await;
+    let session = new_session(&c, &d.workspace).await;
+    let mut server = StdioPeer::spawn(d.gemctl(&["mcp", "serve", "--session", &session]));
+
+    // Newer SDK clients probe before initializing: an unknown request gets
+    // an error, not silence, and the connection stays usable.
+    let (probe, _) = server.call("frobnicate", json!({})).await;
+    assert!(probe.get("error").is_some(), "{probe}");
+
+    let init = initialize(&mut server).await;
+    assert!(
+        init["result"]["capabilities"]["tools"].is_object(),
+        "{init}"
+    );
+    assert_eq!(init["result"]["serverInfo"]["name"], "geminid");
+
+    let (list, _) = server.call("tools/list", json!({})).await;
+    let tools = list["result"]["tools"].as_array().expect("tools");
+    let read = tools
+        .iter()
+        .find(|t| t["name"] == "read_file")
+        .expect("read_file listed");
+    assert_eq!(read["inputSchema"]["type"], "object");
+    assert!(
+        read["inputSchema"]["properties"]["absolute_path"].is_object(),
+        "{read}"
+    );
+    assert_eq!(read["annotations"]["readOnlyHint"], true);
+
+    let notes = d.workspace.join("notes.txt").display().to_string();
+    let r = call(&mut server, "read_file", json!({"absolute_path": notes})).await;
+    assert_eq!(r["result"]["content"][0]["type"], "text", "{r}");
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("alpha beta")
+    );
+    assert_ne!(r["result"]["isError"], true);
+
+    // A call that asks waits for a person in an attached terminal.
+    let mut events = c.subscribe_session(session.clone(), None).await.unwrap();
+    let target = d.workspace.join("out.txt").display().to_string();
+    let id = server
+        .request(
+            "tools/call",
+            json!({"name": "write_file",
+                  "arguments": {"file_path": target, "content": "x"}}),
+        )
+        .await;
+    let waiting = collect_until(&mut events, |e| {
+        matches!(&e.payload,
+        geminid_protocol::EventPayload::ToolCall(c) if c.state == CallState::AwaitingApproval)
+    })
+    .await;
+    let geminid_protocol::EventPayload::ToolCall(pending) = &waiting.last().unwrap().payload else {
+        unreachable!()
+    };
+    c.confirm_tool(
+        session.clone(),
+        pending.call_id.clone(),
+        ConfirmationOutcome::ProceedOnce,
+        None,
+    )
+    .await
+    .unwrap();
+    let r = server.until(|m| is_response(m, id)).await.pop().unwrap();
+    assert_ne!(r["result"]["isError"], true, "{r}");
+    assert_eq!(
+        std::fs::read_to_string(d.workspace.join("out.txt")).unwrap(),
+        "x"
+    );
+
+    // Failures are results with isError; unknown tools too.
+    let outside = call(
+        &mut server,
+        "read_file",
+        json!({"absolute_path": "/etc/passwd"}),
+    )
+    .await;
+    assert_eq!(outside["result"]["isError"], true, "{outside}");
+    let unknown = call(&mut server, "no_such_tool", json!({})).await;
+    assert!(
+        unknown["result"]["isError"] == true || unknown.get("error").is_some(),
+        "{unknown}"
+    );
+    assert_eq!(server.close().await, Some(0));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_interactive_session_denies_what_would_ask() {
+    let d = TestDaemon::start();
+    let ws = d.workspace.display().to_string();
+    let mut server =
+        StdioPeer::spawn(d.gemctl(&["mcp", "serve", "--cwd", &ws, "--non-interactive"]));
+    initialize(&mut server).await;
+    let target = d.workspace.join("out.txt").display().to_string();
+    let r = call(
+        &mut server,
+        "write_file",
+        json!({"file_path": target, "content": "x"}),
+    )
+    .await;
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert!(!d.workspace.join("out.txt").exists());
+
+    // In yolo mode the same call runs.
+    let mut yolo = StdioPeer::spawn(d.gemctl(&[
+        "mcp",
+        "serve",
+        "--cwd",
+        &ws,
+        "--mode",
+        "yolo",
+        "--non-interactive",
+    ]));
+    initialize(&mut yolo).await;
+    let r = call(
+        &mut yolo,
+        "write_file",
+        json!({"file_path": target, "content": "x"}),
+    )
+    .await;
+    assert_ne!(r["result"]["isError"], true, "{r}");
+    assert!(d.workspace.join("out.txt").exists());
+}
+
+/// The `gemctl mcp serve` command line for a yolo, non-interactive session.
+fn serve_command(d: &TestDaemon) -> Vec<String> {
+    [
+        gemctl_bin().display().to_string(),
+        "--socket".into(),
+        d.socket.display().to_string(),
+        "mcp".into(),
+        "serve".into(),
+        "--cwd".into(),
+        d.workspace.display().to_string(),
+        "--mode".into(),
+        "yolo".into(),
+        "--non-interactive".into(),
+    ]
+    .into()
+}
+
+fn npx(peers: &std::path::Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new("npx")
+        .args(args)
+        .current_dir(peers)
+        .output()
+        .expect("npx");
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[test]
+fn the_inspector_cli_lists_and_calls_tools() {
+    let Some(p) = peers::peers() else { return };
+    let d = TestDaemon::start();
+    std::fs::write(d.workspace.join("notes.txt"), "alpha beta\n").unwrap();
+    let server = serve_command(&d);
+    let server: Vec<&str> = server.iter().map(String::as_str).collect();
+
+    let mut args = vec!["mcp-inspector", "--cli", "--method", "tools/list", "--"];
+    args.extend(&server);
+    let (ok, text) = npx(&p, &args);
+    assert!(ok && text.contains("\"read_file\""), "{text}");
+
+    let notes = format!("absolute_path={}", d.workspace.join("notes.txt").display());
+    let mut args = vec![
+        "mcp-inspector",
+        "--cli",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "read_file",
+        "--tool-arg",
+        &notes,
+        "--",
+    ];
+    args.extend(&server);
+    let (ok, text) = npx(&p, &args);
+    assert!(ok && text.contains("alpha beta"), "{text}");
+}
+
+#[test]
+fn the_python_sdk_client_probes_then_calls() {
+    let Some(p) = peers::peers() else { return };
+    let d = TestDaemon::start();
+    std::fs::write(d.workspace.join("notes.txt"), "alpha beta\n").unwrap();
+    let args = json!({"absolute_path": d.workspace.join("notes.txt")}).to_string();
+    // mcp 2.x first sends `server/discover`, then speaks whichever
+    // lifecycle the answer allows.
+    let out = Command::new(p.join(".venv/bin/python"))
+        .arg(p.join("py_client.py"))
+        .args(["read_file", &args, "--"])
+        .args(serve_command(&d))
+        .output()
+        .expect("python client");
+    let text = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.status.success() && text.contains("alpha beta"),
+        "{text}"
+    );
+}
+
+/// supergateway bridging `gemctl mcp serve` to streamable HTTP; SIGINT on drop.
+struct Gateway(Child);
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        if let Some(pid) = rustix::process::Pid::from_raw(self.0.id() as i32) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+        }
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn conformance_server_scenarios_pass_through_supergateway() {
+    let Some(p) = peers::peers() else { return };
+    let d = TestDaemon::start();
+    let port = peers::free_port();
+    let child = Command::new(p.join("node_modules/.bin/node"))
+        .arg(p.join("node_modules/.bin/supergateway"))
+        .args([
+            "--stdio",
+            &serve_command(&d).join(" "),
+            "--outputTransport",
+            "streamableHttp",
+            "--stateful",
+            "--port",
+            &port.to_string(),
+            "--logLevel",
+            "none",
+        ])
+        .current_dir(&p)
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("supergateway");
+    let _gateway = Gateway(child);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "supergateway never listened");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let url = format!("http://localhost:{port}/mcp");
+    for scenario in SCENARIOS {
+        let out = tempfile::tempdir().unwrap();
+        let out = out.path().display().to_string();
+        let (ok, text) = npx(
+            &p,
+            &[
+                "conformance",
+                "server",
+                "--url",
+                &url,
+                "--scenario",
+                scenario,
+                "-o",
+                &out,
+            ],
+        );
+        assert!(ok, "{scenario}: {text}");
+    }
+}
+
+/// The scenarios that apply to a server with its own tools and nothing
+/// else: `tools-call-error` calls a fixture we do not have, and an unknown
+/// tool is an `isError` result, which is what it checks. The rest call the
+/// suite's fixtures (`test_image_content`, ...) or need logging,
+/// resources, prompts, sampling or elicitation, which this server does not
+/// offer.
+const SCENARIOS: &[&str] = &[
+    "server-initialize",
+    "ping",
+    "tools-list",
+    "tools-call-error",
+];
