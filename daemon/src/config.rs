@@ -25,6 +25,9 @@ pub struct DaemonConfig {
     /// System settings (`GEMINID_SYSTEM_SETTINGS`, else
     /// `/etc/gemini-cli/settings.json`).
     pub system_settings: PathBuf,
+    /// Wall-clock limit of one shell command (`GEMINID_SHELL_TIMEOUT`, in
+    /// seconds; default 600).
+    pub shell_timeout: std::time::Duration,
 }
 
 /// Where and how to reach the Gemini API.
@@ -77,6 +80,12 @@ impl DaemonConfig {
                 .unwrap_or_else(|| PathBuf::from("/etc/gemini-cli/policies")),
             system_settings: env_path("GEMINID_SYSTEM_SETTINGS")
                 .unwrap_or_else(|| PathBuf::from("/etc/gemini-cli/settings.json")),
+            shell_timeout: std::env::var("GEMINID_SHELL_TIMEOUT")
+                .ok()
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .map(std::time::Duration::from_secs_f64)
+                .unwrap_or(std::time::Duration::from_secs(600)),
         }
     }
 }
