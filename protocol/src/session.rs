@@ -123,6 +123,10 @@ pub struct DaemonStatus {
     pub tools: u64,
     /// Resident memory of the daemon in bytes, when the platform tells.
     pub rss_bytes: Option<u64>,
+    /// Why the session store cannot be written now (read-only or full file
+    /// system, ...); absent when it can. Commits wait while this lasts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_error: Option<String>,
 }
 
 /// Result of `session.delete`, `session.cancel` and other yes/no requests.

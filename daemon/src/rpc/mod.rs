@@ -88,6 +88,7 @@ impl GeminidApiServer for RpcHandler {
             sessions_loaded: d.sessions.loaded_count() as u64,
             tools: d.registry.len() as u64,
             rss_bytes: rss_bytes(),
+            store_error: d.store_problem(),
         })
     }
 
