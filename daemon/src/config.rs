@@ -27,6 +27,9 @@ pub struct DaemonConfig {
     pub system_settings: PathBuf,
     /// Limits of one turn (`GEMINID_MAX_STEPS`, `GEMINID_LOOP_THRESHOLD`).
     pub turn_limits: crate::session::turn::TurnLimits,
+    /// Wall-clock limit of one shell command (`GEMINID_SHELL_TIMEOUT`, in
+    /// seconds; default 600).
+    pub shell_timeout: std::time::Duration,
 }
 
 /// Where and how to reach the Gemini API.
@@ -80,6 +83,12 @@ impl DaemonConfig {
             system_settings: env_path("GEMINID_SYSTEM_SETTINGS")
                 .unwrap_or_else(|| PathBuf::from("/etc/gemini-cli/settings.json")),
             turn_limits: turn_limits_from_env(),
+            shell_timeout: std::env::var("GEMINID_SHELL_TIMEOUT")
+                .ok()
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s > 0.0)
+                .map(std::time::Duration::from_secs_f64)
+                .unwrap_or(std::time::Duration::from_secs(600)),
         }
     }
 }
@@ -117,4 +126,20 @@ fn home() -> PathBuf {
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/"))
+}
+
+/// Creates `dir` (and missing parents) with mode 0700, and takes group and
+/// other permissions away from it if it already existed: the session store
+/// holds file contents and commands, readable by the owner only.
+pub fn ensure_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let mode = std::fs::metadata(dir)?.permissions().mode();
+    if mode & 0o077 != 0 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode & 0o700))?;
+    }
+    Ok(())
 }

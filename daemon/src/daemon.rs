@@ -37,6 +37,8 @@ impl Daemon {
         config: DaemonConfig,
         shutdown: CancellationToken,
     ) -> Result<Arc<Daemon>, StoreError> {
+        crate::config::ensure_private_dir(&config.data_dir)
+            .map_err(|e| StoreError::Io(format!("{}: {e}", config.data_dir.display())))?;
         let store = Store::open(&config.data_dir)?;
         let registry = Arc::new(ToolRegistry::new());
         for tool in tools::builtin::all(&config) {
@@ -126,6 +128,40 @@ impl Daemon {
                 tracing::warn!(error = %e, "policy files are not watched; edits need a restart")
             }
         }
+    }
+
+    /// Why the data directory cannot take writes now, if it cannot: a
+    /// read-only or full file system, or a failed trial write.
+    pub fn store_problem(&self) -> Option<String> {
+        use std::io::Write;
+        let dir = &self.config.data_dir;
+        match rustix::fs::statvfs(dir) {
+            Ok(st) if st.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY) => {
+                return Some(format!(
+                    "the data directory {} is on a read-only file system",
+                    dir.display()
+                ));
+            }
+            Ok(st) if st.f_bavail == 0 => {
+                return Some(format!(
+                    "no space left on the file system of the data directory {}",
+                    dir.display()
+                ));
+            }
+            Ok(_) => {}
+            Err(e) => {
+                return Some(format!(
+                    "cannot stat the data directory {}: {e}",
+                    dir.display()
+                ));
+            }
+        }
+        let probe = dir.join(".geminid-write-probe");
+        let written = std::fs::File::create(&probe).and_then(|mut f| f.write_all(&[0u8; 4096]));
+        let _ = std::fs::remove_file(&probe);
+        written
+            .err()
+            .map(|e| format!("cannot write to the data directory {}: {e}", dir.display()))
     }
 
     pub fn connection_opened(&self) {

@@ -125,6 +125,10 @@ pub struct DaemonStatus {
     pub rss_bytes: Option<u64>,
     /// The model prompts would use, and whether it is usable.
     pub model: Option<crate::turn::ModelStatus>,
+    /// Why the session store cannot be written now (read-only or full file
+    /// system, ...); absent when it can. Commits wait while this lasts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub store_error: Option<String>,
 }
 
 /// Result of `session.delete`, `session.cancel` and other yes/no requests.

@@ -91,6 +91,7 @@ impl GeminidApiServer for RpcHandler {
             tools: d.registry.len() as u64,
             rss_bytes: rss_bytes(),
             model: Some(wire::model_status(&d.model.config())),
+            store_error: d.store_problem(),
         })
     }
 

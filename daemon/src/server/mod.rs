@@ -131,6 +131,14 @@ pub async fn serve(daemon: Arc<Daemon>, listening: listener::Listening) -> Resul
     }
     drop(listening);
     daemon.sessions.shutdown().await;
+    // No process a shell command started may outlive the daemon.
+    let left = crate::tools::builtin::shell::terminate_leftovers().await;
+    if left > 0 {
+        tracing::info!(
+            processes = left,
+            "ended processes shell commands left running"
+        );
+    }
     // No MCP server process may outlive the daemon.
     daemon.discovery.shutdown().await;
     checkpoints.cancel();

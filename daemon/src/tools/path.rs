@@ -1,7 +1,11 @@
 //! Workspace confinement: every path a tool touches must be absolute and,
 //! after resolving symlinks and `..`, inside the session's workspace root.
 
+use std::ffi::OsStr;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::{Component, Path, PathBuf};
+
+use rustix::fs::{Mode, OFlags};
 
 use super::contract::{ToolError, ToolErrorKind};
 
@@ -86,6 +90,89 @@ fn resolve_existing_prefix(path: &Path) -> std::io::Result<PathBuf> {
             Err(e) => return Err(e),
         }
     }
+}
+
+/// An error for a path that turned out to lead outside the root when it
+/// was opened (a symlink swapped in after the check).
+fn outside(what: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::PermissionDenied,
+        format!("{what}: it leads outside the workspace root"),
+    )
+}
+
+/// Opens `path`, which must lie inside `root` (both canonical), following
+/// no symlink below `root`: each component is opened with `O_NOFOLLOW`
+/// relative to its parent's descriptor. A symlink swapped in after the path
+/// was checked fails the open instead of leading out of the workspace, so
+/// what is opened is exactly the checked path. `flags` are for the last
+/// component; `O_NOFOLLOW` and `O_CLOEXEC` are added.
+pub fn open_beneath(root: &Path, path: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
+    let rel = path
+        .strip_prefix(root)
+        .map_err(|_| outside(&path.display().to_string()))?;
+    let mut names: Vec<&OsStr> = Vec::new();
+    for c in rel.components() {
+        match c {
+            Component::Normal(n) => names.push(n),
+            Component::CurDir => {}
+            _ => return Err(outside(&path.display().to_string())),
+        }
+    }
+    let dir_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let Some((last, parents)) = names.split_last() else {
+        return Ok(rustix::fs::open(
+            root,
+            flags | OFlags::CLOEXEC,
+            Mode::empty(),
+        )?);
+    };
+    let mut dir = rustix::fs::open(root, dir_flags, Mode::empty())?;
+    for name in parents {
+        dir = rustix::fs::openat(&dir, *name, dir_flags, Mode::empty())?;
+    }
+    Ok(rustix::fs::openat(
+        &dir,
+        *last,
+        flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
+}
+
+/// Opens an existing `path` (symlinks inside the workspace allowed) after
+/// checking that it resolves inside `root`, without a window in which a
+/// swapped symlink could redirect the open (see [`open_beneath`]).
+pub fn open_confined(root: &Path, path: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
+    let canonical = path.canonicalize()?;
+    if !canonical.starts_with(root) {
+        return Err(outside(&path.display().to_string()));
+    }
+    open_beneath(root, &canonical, flags)
+}
+
+/// Whether `path` names something inside `root` right now. A plain
+/// `canonicalize` + prefix check is not enough under a concurrent swap:
+/// realpath checks one component at a time, so it can return an "inside"
+/// path for a file it reached through a symlink that came and went. The
+/// descriptor walk of [`open_beneath`] cannot be fooled that way.
+pub fn exists_confined(root: &Path, path: &Path) -> bool {
+    open_confined(root, path, OFlags::PATH).is_ok()
+}
+
+/// Reads a whole file confined to `root` (see [`open_confined`]).
+pub fn read_confined(root: &Path, path: &Path) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut file = std::fs::File::from(open_confined(root, path, OFlags::RDONLY)?);
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// A path that names what `fd` refers to (`/proc/self/fd/N`), for APIs
+/// that take paths: it resolves to the opened object itself, whatever
+/// happens to the path it was opened by.
+pub fn fd_path(fd: &OwnedFd) -> PathBuf {
+    PathBuf::from(format!("/proc/self/fd/{}", fd.as_raw_fd()))
 }
 
 /// The path relative to the workspace root, for short descriptions.

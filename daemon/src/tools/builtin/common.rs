@@ -173,37 +173,128 @@ pub fn decode_text(mut bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
+/// Names of our temp files start with this; listings and walks hide them.
+pub const TEMP_PREFIX: &str = ".geminid-tmp-";
+
+/// Whether a directory entry is one of our temp files (a write in flight,
+/// or one a kill -9 interrupted).
+pub fn is_temp_name(name: &std::ffi::OsStr) -> bool {
+    name.as_encoded_bytes().starts_with(TEMP_PREFIX.as_bytes())
+}
+
+/// Temp files untouched for this long belong to an interrupted write.
+const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Replaces `path` with `bytes` atomically: a temp file in the same
 /// directory (same file system, so `rename` is atomic) is written, given the
 /// old file's permissions (or 0644 for a new file) and renamed over `path`.
-/// Readers see the old or the new content, never a mix.
+/// Readers see the old or the new content, never a mix, and a crash at any
+/// point leaves the old content (plus, at worst, a hidden temp file).
+/// For files outside any workspace (`save_memory`); workspace files go
+/// through [`atomic_write_in`].
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
-    use std::os::unix::fs::PermissionsExt;
     let dir = path
         .parent()
         .ok_or_else(|| ToolError::execution(format!("{} has no parent", path.display())))?;
     std::fs::create_dir_all(dir).map_err(|e| io_error("create directory", dir, &e))?;
-    let perms = match std::fs::metadata(path) {
+    write_and_rename(dir, path, bytes)
+}
+
+/// [`atomic_write`] for `path` inside the workspace `root` (both
+/// canonical): missing parents are created and the parent is opened one
+/// component at a time without following symlinks, and the temp file and
+/// the rename go through that descriptor. A directory swapped for a symlink
+/// after the path was checked makes the write fail; it never lands outside.
+pub fn atomic_write_in(root: &Path, path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
+    use rustix::fs::{Mode, OFlags};
+    let parent = path
+        .parent()
+        .ok_or_else(|| ToolError::execution(format!("{} has no parent", path.display())))?;
+    let refused = |e: &std::io::Error| {
+        ToolError::new(
+            ToolErrorKind::PathNotAllowed,
+            format!("cannot open the directory of {}: {e}", path.display()),
+        )
+    };
+    let rel = parent
+        .strip_prefix(root)
+        .map_err(|_| refused(&std::io::Error::other("it is outside the workspace root")))?;
+    // Create what is missing, one component at a time, never through a link.
+    let mut at = root.to_path_buf();
+    for c in rel.components() {
+        at.push(c);
+        let dir = super::path::open_beneath(
+            root,
+            at.parent().unwrap_or(root),
+            OFlags::PATH | OFlags::DIRECTORY,
+        )
+        .map_err(|e| refused(&e))?;
+        match rustix::fs::mkdirat(&dir, c.as_os_str(), Mode::from_raw_mode(0o755)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(io_error("create directory", &at, &std::io::Error::from(e))),
+        }
+    }
+    let dir = super::path::open_beneath(root, parent, OFlags::PATH | OFlags::DIRECTORY)
+        .map_err(|e| refused(&e))?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| ToolError::invalid(format!("{} has no file name", path.display())))?;
+    let via = super::path::fd_path(&dir);
+    remove_stale_temps(&via);
+    write_and_rename(&via, &via.join(name), bytes)
+}
+
+/// Writes a temp file in `dir` and renames it over `target` (in `dir`).
+fn write_and_rename(dir: &Path, target: &Path, bytes: &[u8]) -> Result<(), ToolError> {
+    use std::os::unix::fs::PermissionsExt;
+    let perms = match target.symlink_metadata() {
         Ok(m) if m.is_dir() => {
             return Err(ToolError::invalid(format!(
                 "{} is a directory, not a file",
-                path.display()
+                target.display()
             )));
         }
+        Ok(m) if m.is_symlink() => std::fs::metadata(target)
+            .map(|m| m.permissions())
+            .unwrap_or_else(|_| std::fs::Permissions::from_mode(0o644)),
         Ok(m) => m.permissions(),
         Err(_) => std::fs::Permissions::from_mode(0o644),
     };
     let mut tmp = tempfile::Builder::new()
-        .prefix(".geminid-tmp-")
+        .prefix(TEMP_PREFIX)
         .tempfile_in(dir)
         .map_err(|e| io_error("create a temp file in", dir, &e))?;
     tmp.write_all(bytes)
         .and_then(|()| tmp.flush())
         .map_err(|e| io_error("write", tmp.path(), &e))?;
-    std::fs::set_permissions(tmp.path(), perms).map_err(|e| io_error("chmod", tmp.path(), &e))?;
-    tmp.persist(path)
-        .map_err(|e| io_error("replace", path, &e.error))?;
+    tmp.as_file()
+        .set_permissions(perms)
+        .map_err(|e| io_error("chmod", tmp.path(), &e))?;
+    tmp.persist(target)
+        .map_err(|e| io_error("replace", target, &e.error))?;
     Ok(())
+}
+
+/// Deletes temp files of ours in `dir` that nobody has written to for
+/// [`STALE_TEMP`]: leftovers of writes a kill -9 interrupted.
+fn remove_stale_temps(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !is_temp_name(&entry.file_name()) {
+            continue;
+        }
+        let stale = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age > STALE_TEMP);
+        if stale {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
 }
 
 #[cfg(test)]

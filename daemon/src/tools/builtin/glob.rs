@@ -191,13 +191,15 @@ impl ToolInvocation for GlobInvocation {
         _output: OutputSink,
     ) -> Result<ToolResult, ToolError> {
         let stop = Arc::new(AtomicBool::new(false));
-        let (dir, matcher, respect) = (
+        let (root, dir, matcher, respect) = (
+            self.root.clone(),
             self.dir.clone(),
             self.matcher.clone(),
             self.params.respect_git_ignore.unwrap_or(true),
         );
         let stop2 = stop.clone();
-        let mut job = tokio::task::spawn_blocking(move || find(&dir, &matcher, respect, &stop2));
+        let mut job =
+            tokio::task::spawn_blocking(move || find(&root, &dir, &matcher, respect, &stop2));
         let hits = tokio::select! {
             r = &mut job => r.map_err(|e| ToolError::execution(format!("glob failed: {e}")))?,
             _ = cancel.cancelled() => {

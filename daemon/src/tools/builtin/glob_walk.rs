@@ -32,8 +32,12 @@ impl Drop for Local<'_> {
     }
 }
 
-/// Regular files under `dir` whose path relative to `dir` matches.
+/// Regular files under `dir` whose path relative to `dir` matches, and
+/// which really are inside the workspace `root` when checked (a directory
+/// swapped for a symlink during the walk can send the walker outside; what
+/// it finds there is dropped).
 pub fn find(
+    root: &Path,
     dir: &Path,
     matcher: &GlobMatcher,
     respect_git_ignore: bool,
@@ -58,7 +62,7 @@ pub fn find(
             let Ok(rel) = entry.path().strip_prefix(dir) else {
                 return WalkState::Continue;
             };
-            if matcher.is_match(rel) {
+            if matcher.is_match(rel) && super::path::exists_confined(root, entry.path()) {
                 let modified = entry.metadata().ok().and_then(|m| m.modified().ok());
                 local.hits.push(Hit {
                     path: entry.into_path(),

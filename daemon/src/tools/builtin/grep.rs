@@ -188,15 +188,17 @@ impl ToolInvocation for GrepInvocation {
         _output: OutputSink,
     ) -> Result<ToolResult, ToolError> {
         let stop = Arc::new(AtomicBool::new(false));
-        let (dir, matcher, include, max) = (
+        let (root, dir, matcher, include, max) = (
+            self.root.clone(),
             self.dir.clone(),
             self.matcher.clone(),
             self.include.clone(),
             self.max_matches,
         );
         let stop2 = stop.clone();
-        let mut job =
-            tokio::task::spawn_blocking(move || search(&dir, &matcher, include, max, &stop2));
+        let mut job = tokio::task::spawn_blocking(move || {
+            search(&root, &dir, &matcher, include, max, &stop2)
+        });
         let found = tokio::select! {
             r = &mut job => r.map_err(|e| ToolError::execution(format!("search failed: {e}")))?,
             _ = cancel.cancelled() => {

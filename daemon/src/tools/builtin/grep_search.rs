@@ -33,8 +33,11 @@ pub struct Found {
 }
 
 /// Searches every non-ignored file under `dir` (matching `include` if any),
-/// keeping at most `max` matching lines. `stop` aborts the walk.
+/// keeping at most `max` matching lines. `stop` aborts the walk. Files are
+/// opened confined to the workspace `root`: one a swapped symlink would
+/// lead outside is skipped.
 pub fn search(
+    root: &Path,
     dir: &Path,
     matcher: &RegexMatcher,
     include: Option<Override>,
@@ -78,7 +81,11 @@ pub fn search(
                 Ok(true)
             });
             // Unreadable files are skipped, as rg does (it warns on stderr).
-            let _ = searcher.search_path(&matcher, entry.path(), sink);
+            let Ok(fd) = super::path::open_confined(root, entry.path(), rustix::fs::OFlags::RDONLY)
+            else {
+                return WalkState::Continue;
+            };
+            let _ = searcher.search_file(&matcher, &std::fs::File::from(fd), sink);
             if !lines.is_empty()
                 && let Ok(mut f) = files.lock()
             {

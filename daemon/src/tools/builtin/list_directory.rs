@@ -153,18 +153,30 @@ struct Entry {
 impl ListDirectoryInvocation {
     fn run(self) -> Result<ToolResult, ToolError> {
         let chain = IgnoreChain::for_dir(&self.root, &self.dir, self.filtering);
-        let read =
-            std::fs::read_dir(&self.dir).map_err(|e| common::io_error("list", &self.dir, &e))?;
+        // Listed through a descriptor opened without following symlinks
+        // below the root: a directory swapped for a link after the check
+        // fails here instead of listing what lies outside.
+        let fd = super::path::open_beneath(
+            &self.root,
+            &self.dir,
+            rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
+        )
+        .map_err(|e| common::io_error("list", &self.dir, &e))?;
+        let via = super::path::fd_path(&fd);
+        let read = std::fs::read_dir(&via).map_err(|e| common::io_error("list", &self.dir, &e))?;
         let mut dirs = Vec::new();
         let mut files = Vec::new();
         let mut ignored = 0usize;
         for item in read {
             let item = item.map_err(|e| common::io_error("list", &self.dir, &e))?;
+            if common::is_temp_name(&item.file_name()) {
+                continue;
+            }
             let name = item.file_name().to_string_lossy().into_owned();
-            let path = item.path();
+            let path = self.dir.join(item.file_name());
             // Follow symlinks for the type and size; a dangling one is
             // listed as a file of its own (link) size.
-            let meta = match std::fs::metadata(&path) {
+            let meta = match std::fs::metadata(item.path()) {
                 Ok(m) => m,
                 Err(_) => match item.metadata() {
                     Ok(m) => m,

@@ -56,6 +56,7 @@ pub fn all(config: &crate::config::DaemonConfig) -> Vec<Arc<dyn Tool>> {
         Arc::new(ReadManyFilesTool::new()),
         Arc::new(shell::ShellTool::new(shell::ShellConfig {
             spill_dir: config.data_dir.join("shell-output"),
+            timeout: config.shell_timeout,
             ..shell::ShellConfig::default()
         })),
         Arc::new(grep::GrepTool::default()),

@@ -194,8 +194,8 @@ impl ReadFileInvocation {
                 MAX_FILE_BYTES / (1024 * 1024)
             )));
         }
-        let bytes =
-            std::fs::read(&self.path).map_err(|e| common::io_error("read", &self.path, &e))?;
+        let bytes = super::path::read_confined(&self.root, &self.path)
+            .map_err(|e| common::io_error("read", &self.path, &e))?;
         match common::classify(&self.path, &bytes) {
             FileClass::Media(mime) => {
                 let data = base64::engine::general_purpose::STANDARD.encode(&bytes);

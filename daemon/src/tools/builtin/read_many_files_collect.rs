@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::super::common::{self, FileClass, MAX_FILE_BYTES};
 use super::super::contract::{ContentPart, ToolDisplay, ToolError, ToolResult};
-use super::super::path::display_relative;
+use super::super::path::{display_relative, exists_confined as confined};
 use super::super::walk::{self, Filtering};
 use super::{MAX_TOTAL_TEXT_BYTES, Plan};
 
@@ -169,7 +169,7 @@ fn load_one(plan: &Plan, path: &Path, explicit: bool, held: &AtomicUsize) -> Loa
     if size > MAX_FILE_BYTES {
         return Loaded::TooLarge;
     }
-    let Ok(bytes) = std::fs::read(path) else {
+    let Ok(bytes) = super::super::path::read_confined(&plan.root, path) else {
         return Loaded::Unreadable;
     };
     match common::classify(path, &bytes) {
@@ -258,7 +258,7 @@ fn walk_globs(plan: &Plan) -> Vec<PathBuf> {
     }
     let (root, exclude) = (plan.root.clone(), plan.exclude.clone());
     builder.threads(2).filter_entry(move |e| {
-        if walk::is_git_dir(e) {
+        if walk::is_git_dir(e) || common::is_temp_name(e.file_name()) {
             return false;
         }
         // Prune an excluded directory (`**/node_modules/**`) by asking
@@ -282,10 +282,17 @@ fn walk_globs(plan: &Plan) -> Vec<PathBuf> {
             let path = if ft.is_symlink() {
                 // Only links whose target is a file inside the workspace.
                 match entry.path().canonicalize() {
-                    Ok(t) if t.starts_with(&plan.root) && t.is_file() => entry.path().to_path_buf(),
+                    Ok(t) if t.is_file() && confined(&plan.root, entry.path()) => {
+                        entry.path().to_path_buf()
+                    }
                     _ => return WalkState::Continue,
                 }
             } else if ft.is_file() {
+                // A directory swapped for a symlink mid-walk can send the
+                // walker outside: what it finds there is not even named.
+                if !confined(&plan.root, entry.path()) {
+                    return WalkState::Continue;
+                }
                 entry.path().to_path_buf()
             } else {
                 return WalkState::Continue;

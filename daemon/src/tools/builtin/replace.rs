@@ -152,7 +152,7 @@ pub struct ReplaceInvocation {
 /// The file's text, `None` if absent. Binary and non-UTF-8 files are
 /// refused: a lossy round trip would corrupt the bytes the edit never
 /// touched.
-fn load(path: &Path) -> Result<Option<String>, ToolError> {
+fn load(root: &Path, path: &Path) -> Result<Option<String>, ToolError> {
     let meta = match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(common::io_error("read", path, &e)),
@@ -166,7 +166,8 @@ fn load(path: &Path) -> Result<Option<String>, ToolError> {
             MAX_EDIT_BYTES / (1024 * 1024)
         )));
     }
-    let bytes = std::fs::read(path).map_err(|e| common::io_error("read", path, &e))?;
+    let bytes =
+        super::path::read_confined(root, path).map_err(|e| common::io_error("read", path, &e))?;
     if common::looks_binary(&bytes) {
         return Err(ToolError::invalid(format!(
             "`file_path` {} is a binary file and cannot be edited as text",
@@ -183,7 +184,7 @@ fn load(path: &Path) -> Result<Option<String>, ToolError> {
 
 impl ReplaceInvocation {
     fn plan(&self) -> Result<(Option<String>, EditPlan), ToolError> {
-        let current = load(&self.path)?;
+        let current = load(&self.root, &self.path)?;
         let plan = plan_edit(
             current.as_deref(),
             &self.params.old_string,
@@ -199,7 +200,7 @@ impl ReplaceInvocation {
 
     fn run(self) -> Result<ToolResult, ToolError> {
         let (current, plan) = self.plan()?;
-        common::atomic_write(&self.path, plan.new_content.as_bytes())?;
+        common::atomic_write_in(&self.root, &self.path, plan.new_content.as_bytes())?;
         let shown = self.path.display();
         let mut text = match plan.mode {
             MatchMode::Create => format!("Created new file: {shown} with the provided content."),

@@ -28,7 +28,7 @@ pub fn walker(dir: &Path, respect_git_ignore: bool) -> WalkBuilder {
         .git_global(respect_git_ignore)
         .require_git(false)
         .add_custom_ignore_filename(GEMINI_IGNORE)
-        .filter_entry(|e| e.file_name() != ".git");
+        .filter_entry(|e| e.file_name() != ".git" && !super::common::is_temp_name(e.file_name()));
     b
 }
 

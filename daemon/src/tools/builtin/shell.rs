@@ -240,8 +240,23 @@ impl ToolInvocation for ShellInvocation {
         cancel: CancellationToken,
         output: OutputSink,
     ) -> Result<ToolResult, ToolError> {
+        // The directory is opened without following symlinks below the
+        // root and bash starts in what was opened: a directory swapped for
+        // a link after the check cannot move the command outside.
+        let dir = super::path::open_beneath(
+            &self.root,
+            &self.cwd,
+            rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY,
+        )
+        .map_err(|e| {
+            ToolError::new(
+                ToolErrorKind::PathNotAllowed,
+                format!("cannot open the directory {}: {e}", self.cwd.display()),
+            )
+        })?;
         let outcome = run_wrapped(
             &self.params.command,
+            &super::path::fd_path(&dir),
             &self.cwd,
             &self.config,
             cancel,
@@ -270,6 +285,12 @@ impl ToolInvocation for ShellInvocation {
             )),
         }
     }
+}
+
+/// Ends every process a command of this daemon started that is still
+/// running (background jobs of finished commands included); for shutdown.
+pub async fn terminate_leftovers() -> usize {
+    super::shell_proc::terminate_all_marked().await
 }
 
 /// The result text, field by field like the reference's.

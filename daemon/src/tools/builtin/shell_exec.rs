@@ -15,7 +15,9 @@ use tokio_util::sync::CancellationToken;
 use super::contract::{OutputSink, ToolError};
 use super::shell::ShellConfig;
 use super::shell_output::{Collected, Collector, Decoder};
-use super::shell_proc::{parse_background_pids, shell_quote, terminate_tree};
+use super::shell_proc::{
+    MARKER_VAR, new_marker, parse_background_pids, shell_quote, terminate_tree,
+};
 
 /// Streamed deltas are sent at most this often...
 const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
@@ -77,9 +79,12 @@ impl Sinks {
     }
 }
 
+/// Runs `command` in `cwd` (a path to a directory, possibly a
+/// `/proc/self/fd/N` one; `pwd` is what `$PWD` should say).
 pub async fn run_wrapped(
     command: &str,
     cwd: &Path,
+    pwd: &Path,
     config: &ShellConfig,
     cancel: CancellationToken,
     stream: OutputSink,
@@ -110,10 +115,13 @@ pub async fn run_wrapped(
     // The Command is a temporary: it is dropped at the end of this statement,
     // closing our copies of the write end, so only bash and its children
     // hold it.
+    let marker = new_marker();
     let mut child = tokio::process::Command::new("bash")
         .arg("-c")
         .arg(script)
         .current_dir(cwd)
+        .env("PWD", pwd)
+        .env(MARKER_VAR, &marker)
         .stdin(Stdio::null())
         .stdout(Stdio::from(writer))
         .stderr(Stdio::from(writer2))
@@ -185,7 +193,7 @@ pub async fn run_wrapped(
             background_pids = parse_background_pids(&listed, pgid);
         }
         Ended::Cancelled | Ended::TimedOut => {
-            terminate_tree(pgid, &[]).await;
+            terminate_tree(pgid, &marker).await;
             match tokio::time::timeout(REAP_LIMIT, child.wait()).await {
                 Ok(Ok(st)) => {
                     exit_code = st.code();

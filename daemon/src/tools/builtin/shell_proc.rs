@@ -6,8 +6,15 @@
 //! group of their own (`setsid`, `set -m`) are found by walking the parent
 //! chain in `/proc` before any signal is sent, because once the shell dies
 //! they are re-parented and the link is lost.
+//!
+//! Every process a command starts also inherits `GEMINID_RUN=<daemon
+//! pid>.<n>` in its environment. That finds what the parent chain cannot:
+//! jobs that double-forked or `setsid`ed away from a shell that already
+//! exited. A process that scrubs its environment (`env -i`) and leaves the
+//! tree escapes both; that is the known limit without cgroups.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use rustix::process::{Pid, Signal, getpgrp, kill_process_group};
@@ -23,6 +30,51 @@ pub struct ProcStat {
     pub pgrp: i32,
     /// `Z` for zombies, which are dead but not yet reaped.
     pub state: char,
+}
+
+/// The environment variable that marks a command's processes.
+pub const MARKER_VAR: &str = "GEMINID_RUN";
+
+/// A fresh marker value for one command: `<daemon pid>.<n>`.
+pub fn new_marker() -> String {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    format!(
+        "{}.{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// What a marker must match: one command's, or every command of this daemon.
+#[derive(Debug, Clone, Copy)]
+pub enum Marked<'a> {
+    Run(&'a str),
+    AnyOfThisDaemon,
+}
+
+/// Live processes (never the daemon itself) whose environment carries a
+/// marker that `which` matches.
+pub fn marked_processes(which: Marked<'_>) -> Vec<i32> {
+    let me = std::process::id() as i32;
+    let daemon_prefix = format!("{MARKER_VAR}={me}.");
+    let exact = match which {
+        Marked::Run(m) => Some(format!("{MARKER_VAR}={m}")),
+        Marked::AnyOfThisDaemon => None,
+    };
+    all_processes()
+        .into_iter()
+        .filter(|p| p.pid != me)
+        .filter(|p| {
+            let Ok(env) = std::fs::read(format!("/proc/{}/environ", p.pid)) else {
+                return false;
+            };
+            env.split(|b| *b == 0).any(|var| match &exact {
+                Some(e) => var == e.as_bytes(),
+                None => var.starts_with(daemon_prefix.as_bytes()),
+            })
+        })
+        .map(|p| p.pid)
+        .collect()
 }
 
 /// Parses `/proc/<pid>/stat`. The command name is in parentheses and may
@@ -101,22 +153,53 @@ pub fn signal_groups(groups: &BTreeSet<i32>, signal: Signal) {
 }
 
 /// SIGTERM everything the command started, give it [`TERM_GRACE`] to exit,
-/// then SIGKILL whatever is left. `extra` adds groups known from elsewhere
-/// (background PIDs reported by the shell).
-pub async fn terminate_tree(pgid: i32, extra: &[i32]) {
+/// then SIGKILL whatever is left: the group of `pgid`, the groups its
+/// descendants moved to, and every process carrying the command's marker
+/// (with its group).
+pub async fn terminate_tree(pgid: i32, marker: &str) {
     let mut groups = descendant_groups(pgid);
-    for pid in extra {
-        if let Some(stat) = read_stat(*pid) {
-            groups.insert(stat.pgrp);
-        }
-    }
-    let own = getpgrp().as_raw_nonzero().get();
-    groups.retain(|g| *g > 1 && *g != own);
-    signal_groups(&groups, Signal::TERM);
+    let mut pids = marked_processes(Marked::Run(marker));
+    add_groups(&mut groups, &pids);
+    signal_all(&groups, &pids, Signal::TERM);
     tokio::time::sleep(TERM_GRACE).await;
     // Children forked during the grace period may sit in new groups.
-    groups.extend(descendant_groups(pgid).into_iter().filter(|g| *g != own));
-    signal_groups(&groups, Signal::KILL);
+    groups.extend(descendant_groups(pgid));
+    pids.extend(marked_processes(Marked::Run(marker)));
+    add_groups(&mut groups, &pids);
+    signal_all(&groups, &pids, Signal::KILL);
+}
+
+/// At daemon shutdown: ends every process any command of this daemon
+/// started and left behind (background jobs of finished commands too).
+/// Returns how many there were.
+pub async fn terminate_all_marked() -> usize {
+    let mut pids = marked_processes(Marked::AnyOfThisDaemon);
+    if pids.is_empty() {
+        return 0;
+    }
+    let found = pids.len();
+    let mut groups = BTreeSet::new();
+    add_groups(&mut groups, &pids);
+    signal_all(&groups, &pids, Signal::TERM);
+    tokio::time::sleep(TERM_GRACE).await;
+    pids.extend(marked_processes(Marked::AnyOfThisDaemon));
+    add_groups(&mut groups, &pids);
+    signal_all(&groups, &pids, Signal::KILL);
+    found
+}
+
+/// Adds the process group of each pid (never the daemon's own).
+fn add_groups(groups: &mut BTreeSet<i32>, pids: &[i32]) {
+    groups.extend(pids.iter().filter_map(|p| read_stat(*p)).map(|s| s.pgrp));
+    let own = getpgrp().as_raw_nonzero().get();
+    groups.retain(|g| *g > 1 && *g != own);
+}
+
+fn signal_all(groups: &BTreeSet<i32>, pids: &[i32], signal: Signal) {
+    signal_groups(groups, signal);
+    for pid in pids.iter().filter_map(|p| Pid::from_raw(*p)) {
+        let _ = rustix::process::kill_process(pid, signal);
+    }
 }
 
 /// Parses the PID list the wrapper script wrote (`pgrep -g 0`), dropping the

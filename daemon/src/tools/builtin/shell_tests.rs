@@ -113,7 +113,7 @@ async fn reports_and_leaves_background_jobs_on_normal_exit() {
         .collect();
     assert_eq!(pids.len(), 1, "{t}");
     assert!(alive(pids[0]));
-    super::super::shell_proc::terminate_tree(pgid_in(&t), &pids).await;
+    super::super::shell_proc::terminate_tree(pgid_in(&t), "no-such-marker").await;
     assert!(!alive(pids[0]));
 }
 

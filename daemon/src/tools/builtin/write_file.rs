@@ -107,7 +107,7 @@ pub struct WriteFileInvocation {
 
 /// The current text of `path`, `None` when it does not exist. Content that
 /// is not UTF-8 is shown lossily in the diff; it is replaced whole anyway.
-pub fn current_text(path: &Path) -> Result<Option<String>, ToolError> {
+pub fn current_text(root: &Path, path: &Path) -> Result<Option<String>, ToolError> {
     match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(common::io_error("read", path, &e)),
@@ -121,7 +121,8 @@ pub fn current_text(path: &Path) -> Result<Option<String>, ToolError> {
             m.len()
         ))),
         Ok(_) => {
-            let bytes = std::fs::read(path).map_err(|e| common::io_error("read", path, &e))?;
+            let bytes = super::path::read_confined(root, path)
+                .map_err(|e| common::io_error("read", path, &e))?;
             Ok(Some(String::from_utf8_lossy(&bytes).into_owned()))
         }
     }
@@ -133,8 +134,8 @@ impl WriteFileInvocation {
     }
 
     fn run(self) -> Result<ToolResult, ToolError> {
-        let old = current_text(&self.path)?;
-        common::atomic_write(&self.path, self.params.content.as_bytes())?;
+        let old = current_text(&self.root, &self.path)?;
+        common::atomic_write_in(&self.root, &self.path, self.params.content.as_bytes())?;
         let mut text = match old {
             None => format!(
                 "Successfully created and wrote to new file: {}",
@@ -176,8 +177,8 @@ impl ToolInvocation for WriteFileInvocation {
     }
 
     async fn confirmation(&self) -> Result<ConfirmationDetails, ToolError> {
-        let path = self.path.clone();
-        let old = tokio::task::spawn_blocking(move || current_text(&path))
+        let (root, path) = (self.root.clone(), self.path.clone());
+        let old = tokio::task::spawn_blocking(move || current_text(&root, &path))
             .await
             .map_err(|e| ToolError::new(ToolErrorKind::Execution, e.to_string()))??;
         let verb = if old.is_some() { "Overwrite" } else { "Create" };

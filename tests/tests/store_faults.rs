@@ -1,0 +1,268 @@
+//! Store faults, with the data directory on a small tmpfs of its own: a
+//! full file system and a read-only one. While the store cannot be
+//! written, `daemon.status` says why (`storeError`), the daemon stays up
+//! and answers what needs no write, and calls wait (a commit is retried
+//! every second; nothing is broadcast before it is durable). Once space
+//! returns, a restart brings everything back and nothing that was answered
+//! is lost; a daemon started on a read-only data dir exits at once saying
+//! why.
+//!
+//! Known bug (ignored test below): without a restart the daemon does not
+//! recover from a full disk. sled records the first I/O error of its log
+//! writer (the checkpoint flush) as a global error and fails every later
+//! operation with it, so the retried commit never succeeds. The fix belongs
+//! in `session/store.rs`: on a sled error once the fault is gone, drop and
+//! reopen the sled database (the write-ahead log holds every commit).
+//!
+//! Needs root (mount); skipped, saying so, otherwise.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use geminid_protocol::session::ApprovalMode;
+use geminid_protocol::tool::CallState;
+use geminid_tests::*;
+use serde_json::json;
+
+/// A daemon whose data dir is a tmpfs mount, unmounted on drop.
+struct OnTmpfs {
+    d: TestDaemon,
+    mount: PathBuf,
+}
+
+impl Drop for OnTmpfs {
+    fn drop(&mut self) {
+        self.d.kill9();
+        let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
+    }
+}
+
+fn mount(args: &[&str], at: &Path) -> Result<(), String> {
+    let out = Command::new("mount").args(args).arg(at).output();
+    match out {
+        Ok(o) if o.status.success() => Ok(()),
+        Ok(o) => Err(String::from_utf8_lossy(&o.stderr).trim().to_owned()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn on_tmpfs() -> Option<OnTmpfs> {
+    if !rustix::process::geteuid().is_root() {
+        eprintln!("SKIPPED: store fault tests mount a tmpfs and need root");
+        return None;
+    }
+    let mut d = TestDaemon::start();
+    d.kill9();
+    let data = d.data_dir.clone();
+    std::fs::remove_dir_all(&data).unwrap();
+    std::fs::create_dir(&data).unwrap();
+    if let Err(e) = mount(&["-t", "tmpfs", "-o", "size=24m,mode=0700", "tmpfs"], &data) {
+        eprintln!("SKIPPED: cannot mount a tmpfs ({e})");
+        return None;
+    }
+    d.spawn();
+    Some(OnTmpfs { d, mount: data })
+}
+
+/// Fills the file system of `dir` up to the last byte.
+fn fill(dir: &Path) -> PathBuf {
+    let path = dir.join("filler");
+    let mut f = std::fs::File::create(&path).unwrap();
+    let chunk = vec![7u8; 64 * 1024];
+    while f.write_all(&chunk).is_ok() {}
+    while f.write_all(&[7u8]).is_ok() {}
+    path
+}
+
+async fn store_error(c: &Client) -> Option<String> {
+    c.status()
+        .await
+        .expect("status answers while the store is broken")
+        .store_error
+}
+
+/// Starts `tool.call … wait` in the background.
+fn call_in_background(
+    c: Client,
+    sid: &str,
+    text: &str,
+) -> tokio::task::JoinHandle<geminid_protocol::tool::ToolCallStarted> {
+    let (sid, text) = (sid.to_owned(), text.to_owned());
+    tokio::spawn(async move {
+        c.call_tool(
+            sid,
+            "run_shell_command".into(),
+            Some(json!({"command": format!("echo {text}")})),
+            Some(true),
+        )
+        .await
+        .expect("the waiting call answers once the store recovers")
+    })
+}
+
+/// Breaks the store with `break_it`, checks what clients see, repairs it
+/// with `repair`, and checks that everything answered survives a crash.
+async fn fault_and_recover(
+    t: &mut OnTmpfs,
+    what: &str,
+    break_it: impl FnOnce(&Path),
+    repair: impl FnOnce(&Path),
+    in_process: bool,
+) {
+    let c = t.d.client().await;
+    let sid = c
+        .create_session(
+            t.d.workspace.display().to_string(),
+            Some(ApprovalMode::Yolo),
+            None,
+            None,
+        )
+        .await
+        .unwrap()
+        .session_id;
+    let before = call_and_wait(
+        &c,
+        &sid,
+        "run_shell_command",
+        json!({"command": "echo before"}),
+    )
+    .await;
+    assert_eq!(before.outcome.unwrap().state, CallState::Success);
+    assert_eq!(
+        store_error(&c).await,
+        None,
+        "{what}: healthy store reported broken"
+    );
+    let mut last = c.get_session(sid.clone()).await.unwrap().last_seq;
+
+    let other = t.d.client().await;
+    break_it(&t.mount);
+    let problem = store_error(&c).await;
+    assert!(problem.is_some(), "{what}: status does not show the fault");
+    println!("{what}: storeError = {problem:?}");
+    let waiting = call_in_background(other, &sid, &format!("during-{what}"));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert!(
+        !waiting.is_finished(),
+        "{what}: a call answered before it was durable"
+    );
+    // Still serving: reads and status answer, and the process is alive.
+    assert!(c.list_sessions().await.is_ok());
+    assert!(store_error(&c).await.is_some());
+
+    let repaired = Instant::now();
+    repair(&t.mount);
+    let mut answered = vec!["before"];
+    let during = format!("during-{what}");
+    if in_process {
+        let done = tokio::time::timeout(Duration::from_secs(10), waiting)
+            .await
+            .unwrap_or_else(|_| panic!("{what}: the waiting call never answered"))
+            .unwrap();
+        let snap = done.outcome.unwrap();
+        assert_eq!(snap.state, CallState::Success, "{what}: {snap:#?}");
+        println!("{what}: answered {:?} after the repair", repaired.elapsed());
+        assert_eq!(store_error(&c).await, None);
+        answered.push(&during);
+        last = c.get_session(sid.clone()).await.unwrap().last_seq;
+    } else {
+        // Even reads of a loaded session wait for its stuck commit now.
+        waiting.abort();
+    }
+    drop(c);
+
+    // Nothing answered is lost across a crash.
+    t.d.kill9();
+    t.d.spawn();
+    let c = t.d.client().await;
+    let info = c.get_session(sid.clone()).await.unwrap();
+    assert!(
+        info.last_seq >= last,
+        "{what}: lost events {} < {last}",
+        info.last_seq
+    );
+    assert_eq!(store_error(&c).await, None);
+    let after = call_and_wait(
+        &c,
+        &sid,
+        "run_shell_command",
+        json!({"command": "echo after"}),
+    )
+    .await;
+    assert_eq!(after.outcome.unwrap().state, CallState::Success);
+    answered.push("after");
+    let last = c.get_session(sid.clone()).await.unwrap().last_seq;
+    let mut sub = c.subscribe_session(sid, Some(0)).await.unwrap();
+    let events = collect_until(&mut sub, |e| e.seq >= last).await;
+    let text = serde_json::to_string(&events).unwrap();
+    for word in answered {
+        assert!(text.contains(word), "{what}: {word} lost after the restart");
+    }
+}
+
+/// Fills the disk, and frees it again.
+fn full_disk() -> (impl FnOnce(&Path), impl FnOnce(&Path)) {
+    let filler = std::rc::Rc::new(std::cell::RefCell::new(PathBuf::new()));
+    let f2 = filler.clone();
+    (
+        move |dir: &Path| *filler.borrow_mut() = fill(dir),
+        move |_: &Path| std::fs::remove_file(f2.borrow().as_path()).unwrap(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_full_disk_waits_reports_and_a_restart_recovers() {
+    let Some(mut t) = on_tmpfs() else { return };
+    let (fill_it, free_it) = full_disk();
+    fault_and_recover(&mut t, "full", fill_it, free_it, false).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "known bug: sled's first I/O error is sticky; the store must be reopened (session/store.rs)"]
+async fn a_full_disk_recovers_without_a_restart() {
+    let Some(mut t) = on_tmpfs() else { return };
+    let (fill_it, free_it) = full_disk();
+    fault_and_recover(&mut t, "full", fill_it, free_it, true).await;
+}
+
+/// A read-only data dir (a remount of a busy mount is refused, so the
+/// daemon is stopped first): the daemon exits at once naming the problem,
+/// and starts normally once the mount is writable again.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_read_only_data_dir_fails_the_start_clearly() {
+    let Some(mut t) = on_tmpfs() else { return };
+    let c = t.d.client().await;
+    let sid = new_session(&c, &t.d.workspace).await;
+    drop(c);
+    t.d.terminate();
+    mount(&["-o", "remount,ro"], &t.mount).unwrap();
+    let started = Instant::now();
+    let out = Command::new(geminid_bin())
+        .arg("--socket")
+        .arg(&t.d.socket)
+        .arg("--data-dir")
+        .arg(&t.d.data_dir)
+        .env("HOME", t.d.home())
+        .env("GEMINID_LOG", "warn")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    println!(
+        "read-only start: {:?} in {:?}: {}",
+        out.status,
+        started.elapsed(),
+        err.trim()
+    );
+    assert!(!out.status.success(), "started on a read-only store");
+    assert!(started.elapsed() < Duration::from_secs(10), "slow to fail");
+    assert!(err.contains("Read-only file system"), "{err}");
+    assert!(err.contains(&t.d.data_dir.display().to_string()), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    mount(&["-o", "remount,rw"], &t.mount).unwrap();
+    t.d.spawn();
+    let c = t.d.client().await;
+    assert_eq!(store_error(&c).await, None);
+    assert!(c.get_session(sid).await.is_ok(), "the session survived");
+}
