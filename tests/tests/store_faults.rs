@@ -7,12 +7,9 @@
 //! is lost; a daemon started on a read-only data dir exits at once saying
 //! why.
 //!
-//! Known bug (ignored test below): without a restart the daemon does not
-//! recover from a full disk. sled records the first I/O error of its log
-//! writer (the checkpoint flush) as a global error and fails every later
-//! operation with it, so the retried commit never succeeds. The fix belongs
-//! in `session/store.rs`: on a sled error once the fault is gone, drop and
-//! reopen the sled database (the write-ahead log holds every commit).
+//! sled keeps its first I/O error and fails everything after it, so the
+//! store reopens sled and replays the write-ahead log once the fault is
+//! gone (`session/store.rs`); the daemon recovers without a restart.
 //!
 //! Needs root (mount); skipped, saying so, otherwise.
 
@@ -220,7 +217,6 @@ async fn a_full_disk_waits_reports_and_a_restart_recovers() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-#[ignore = "known bug: sled's first I/O error is sticky; the store must be reopened (session/store.rs)"]
 async fn a_full_disk_recovers_without_a_restart() {
     let Some(mut t) = on_tmpfs() else { return };
     let (fill_it, free_it) = full_disk();

@@ -20,8 +20,9 @@
 //! flushes before it broadcasts, so every event a client has seen survives a
 //! kill -9.
 
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 
 use super::blobs::{Blobs, INLINE_MAX};
 
@@ -104,30 +105,62 @@ pub struct PendingPrompt {
 }
 
 /// The sled-backed store with its write-ahead log. Cheap to clone.
+///
+/// sled keeps its first I/O error (a full disk, say) and fails everything
+/// after it. So a failed write marks the store broken, and the next commit
+/// first reopens sled and replays the write-ahead log into it (which holds
+/// every commit since the last checkpoint): once space returns, the daemon
+/// goes on without a restart.
 #[derive(Clone)]
 pub struct Store {
-    db: sled::Db,
-    tree: sled::Tree,
+    sled: Arc<RwLock<Option<Sled>>>,
+    dir: PathBuf,
+    broken: Arc<AtomicBool>,
     wal: std::sync::Arc<super::wal::Wal>,
     blobs: std::sync::Arc<Blobs>,
+}
+
+/// One open sled database and our tree in it.
+#[derive(Clone)]
+struct Sled {
+    db: sled::Db,
+    tree: sled::Tree,
+}
+
+/// Whether the data dir takes writes again: a small file written, synced
+/// and removed.
+fn probe_writable(dir: &Path) -> std::io::Result<()> {
+    use std::io::Write;
+    let path = dir.join(".write-probe");
+    let result = std::fs::File::create(&path).and_then(|mut f| {
+        f.write_all(&[0u8; 64 * 1024])?;
+        f.sync_all()
+    });
+    let _ = std::fs::remove_file(&path);
+    result
+}
+
+fn open_sled(dir: &Path) -> Result<Sled, StoreError> {
+    let db = sled::Config::new()
+        .path(dir.join("sessions.sled"))
+        // sled's default cache is 1 GiB; sessions are append-mostly and
+        // replays read sequentially, so a small cache is enough.
+        .cache_capacity(8 * 1024 * 1024)
+        // Checkpoints flush; sled's own timer would only add wakeups.
+        .flush_every_ms(None)
+        .open()
+        .map_err(|source| StoreError::Open {
+            path: dir.display().to_string(),
+            source,
+        })?;
+    let tree = db.open_tree("geminid")?;
+    Ok(Sled { db, tree })
 }
 
 impl Store {
     /// Opens (or creates) the store in `dir`.
     pub fn open(dir: &Path) -> Result<Store, StoreError> {
-        let db = sled::Config::new()
-            .path(dir.join("sessions.sled"))
-            // sled's default cache is 1 GiB; sessions are append-mostly and
-            // replays read sequentially, so a small cache is enough.
-            .cache_capacity(8 * 1024 * 1024)
-            // Checkpoints flush; sled's own timer would only add wakeups.
-            .flush_every_ms(None)
-            .open()
-            .map_err(|source| StoreError::Open {
-                path: dir.display().to_string(),
-                source,
-            })?;
-        let tree = db.open_tree("geminid")?;
+        let Sled { db, tree } = open_sled(dir)?;
         let blobs =
             Blobs::open(dir).map_err(|e| StoreError::Io(format!("{}: {e}", dir.display())))?;
         let (wal, replayed) = super::wal::Wal::open(
@@ -142,11 +175,63 @@ impl Store {
             );
         }
         Ok(Store {
-            db,
-            tree,
+            sled: Arc::new(RwLock::new(Some(Sled { db, tree }))),
+            dir: dir.to_path_buf(),
+            broken: Arc::new(AtomicBool::new(false)),
             wal: std::sync::Arc::new(wal),
             blobs: std::sync::Arc::new(blobs),
         })
+    }
+
+    fn sled(&self) -> Result<Sled, StoreError> {
+        self.sled
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .ok_or_else(|| {
+                StoreError::Io(
+                    "the session store is being reopened after a write failure".to_owned(),
+                )
+            })
+    }
+
+    fn tree(&self) -> Result<sled::Tree, StoreError> {
+        Ok(self.sled()?.tree)
+    }
+
+    /// Notes a failure: a sled error poisons the database until reopened.
+    fn failed<T>(&self, e: StoreError) -> Result<T, StoreError> {
+        if matches!(e, StoreError::Sled(_) | StoreError::Io(_)) {
+            self.broken.store(true, Ordering::Release);
+        }
+        Err(e)
+    }
+
+    /// Reopens sled and replays the write-ahead log into it, after a write
+    /// failure. Fails (and stays broken) while the fault lasts.
+    fn recover(&self) -> Result<(), StoreError> {
+        // While the fault lasts, keep the broken instance: it still reads.
+        probe_writable(&self.dir)
+            .map_err(|e| StoreError::Io(format!("{}: {e}", self.dir.display())))?;
+        let mut slot = self.sled.write().unwrap_or_else(|e| e.into_inner());
+        // Ours must go first: sled holds a lock on its files.
+        *slot = None;
+        let fresh = open_sled(&self.dir)?;
+        self.wal.recover(
+            &|id, append, markers| apply(&fresh.tree, id, append, markers),
+            &|| fresh.db.flush().map(drop).map_err(StoreError::from),
+        )?;
+        *slot = Some(fresh);
+        self.broken.store(false, Ordering::Release);
+        tracing::info!(
+            "session store reopened after a write failure; the write-ahead log was replayed"
+        );
+        Ok(())
+    }
+
+    /// Whether a write failed and the store waits to be reopened.
+    pub fn is_broken(&self) -> bool {
+        self.broken.load(Ordering::Acquire)
     }
 
     /// Applies `append` and logs it: once this returns, the batch survives
@@ -167,13 +252,21 @@ impl Store {
                 .map_err(|e| StoreError::Io(format!("blob file of session {id}: {e}")))?;
             markers.push((event.seq, marker));
         }
-        apply(&self.tree, id, append, &markers)?;
+        if self.is_broken() {
+            self.recover()?;
+        }
+        if let Err(e) = apply(&self.tree()?, id, append, &markers) {
+            return self.failed(e);
+        }
         self.wal.append(id, append, &markers)
     }
 
     /// Flushes sled and cuts the write-ahead log (blocking: run it off the
-    /// async workers).
+    /// async workers). A broken store is reopened first.
     pub fn checkpoint(&self) -> Result<(), StoreError> {
+        if self.is_broken() {
+            self.recover()?;
+        }
         self.wal.checkpoint(&|| self.flush_blocking())
     }
 
@@ -183,13 +276,13 @@ impl Store {
             key: record.id.clone(),
             source,
         })?;
-        self.tree.insert(record_key(&record.id), value)?;
+        self.tree()?.insert(record_key(&record.id), value)?;
         Ok(())
     }
 
     pub fn get_session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
         check_id(id)?;
-        match self.tree.get(record_key(id))? {
+        match self.tree()?.get(record_key(id))? {
             Some(bytes) => decode_record(id, &bytes).map(Some),
             None => Ok(None),
         }
@@ -197,7 +290,7 @@ impl Store {
 
     pub fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
         let mut out = Vec::new();
-        for item in self.tree.scan_prefix(b"s") {
+        for item in self.tree()?.scan_prefix(b"s") {
             let (key, value) = item?;
             let id = String::from_utf8_lossy(&key[1..]).into_owned();
             out.push(decode_record(&id, &value)?);
@@ -212,11 +305,11 @@ impl Store {
         batch.remove(record_key(id));
         for tag in [b'e', b'o', b'h', b'q'] {
             let prefix = prefixed(tag, id);
-            for key in self.tree.scan_prefix(prefix).keys() {
+            for key in self.tree()?.scan_prefix(prefix).keys() {
                 batch.remove(key?);
             }
         }
-        self.tree.apply_batch(batch)?;
+        self.tree()?.apply_batch(batch)?;
         self.blobs
             .remove(id)
             .map_err(|e| StoreError::Io(format!("blob file of session {id}: {e}")))?;
@@ -226,7 +319,7 @@ impl Store {
     /// Applies one append atomically to sled only, every event inline (not
     /// durable until a flush; [`Store::commit`] is the durable path).
     pub fn append(&self, id: &str, append: &Append) -> Result<(), StoreError> {
-        apply(&self.tree, id, append, &[])
+        apply(&self.tree()?, id, append, &[])
     }
 
     /// Events with `since < seq <= upto`, in order.
@@ -242,7 +335,7 @@ impl Store {
             return Ok(out);
         }
         for item in self
-            .tree
+            .tree()?
             .range(event_key(id, since.saturating_add(1))..=event_key(id, upto))
         {
             let (key, value) = item?;
@@ -267,7 +360,7 @@ impl Store {
     pub fn last_seq(&self, id: &str) -> Result<u64, StoreError> {
         check_id(id)?;
         Ok(self
-            .tree
+            .tree()?
             .scan_prefix(prefixed(b'e', id))
             .keys()
             .next_back()
@@ -281,7 +374,7 @@ impl Store {
         check_id(id)?;
         let prefix = prefixed(b'o', id);
         let mut out = Vec::new();
-        for item in self.tree.scan_prefix(&prefix) {
+        for item in self.tree()?.scan_prefix(&prefix) {
             let (key, value) = item?;
             let call_id = String::from_utf8_lossy(&key[prefix.len()..]).into_owned();
             out.push((call_id, value.to_vec()));
@@ -293,7 +386,7 @@ impl Store {
     pub fn history(&self, id: &str) -> Result<Vec<crate::model::Content>, StoreError> {
         check_id(id)?;
         let mut out = Vec::new();
-        for item in self.tree.scan_prefix(prefixed(b'h', id)) {
+        for item in self.tree()?.scan_prefix(prefixed(b'h', id)) {
             let (key, value) = item?;
             let content = serde_json::from_slice(&value).map_err(|source| StoreError::Corrupt {
                 key: format!("{id}/history/{}", seq_of(&key)),
@@ -308,7 +401,7 @@ impl Store {
     pub fn pending_prompts(&self, id: &str) -> Result<Vec<PendingPrompt>, StoreError> {
         check_id(id)?;
         let mut out: Vec<PendingPrompt> = Vec::new();
-        for item in self.tree.scan_prefix(prefixed(b'q', id)) {
+        for item in self.tree()?.scan_prefix(prefixed(b'q', id)) {
             let (key, value) = item?;
             let prompt = serde_json::from_slice(&value).map_err(|source| StoreError::Corrupt {
                 key: String::from_utf8_lossy(&key).into_owned(),
@@ -324,7 +417,7 @@ impl Store {
     /// Sessions with prompts that had not finished.
     pub fn sessions_with_pending_prompts(&self) -> Result<Vec<String>, StoreError> {
         let mut out: Vec<String> = Vec::new();
-        for key in self.tree.scan_prefix(b"q").keys() {
+        for key in self.tree()?.scan_prefix(b"q").keys() {
             let key = key?;
             let id = String::from_utf8_lossy(&key[1..1 + SESSION_ID_LEN.min(key.len() - 1)])
                 .into_owned();
@@ -337,14 +430,19 @@ impl Store {
 
     /// Makes every write so far durable.
     pub async fn flush(&self) -> Result<(), StoreError> {
-        self.db.flush_async().await?;
-        Ok(())
+        let db = self.sled()?.db;
+        match db.flush_async().await {
+            Ok(_) => Ok(()),
+            Err(e) => self.failed(e.into()),
+        }
     }
 
     /// Blocking flush, for shutdown paths outside the runtime.
     pub fn flush_blocking(&self) -> Result<(), StoreError> {
-        self.db.flush()?;
-        Ok(())
+        match self.sled()?.db.flush() {
+            Ok(_) => Ok(()),
+            Err(e) => self.failed(e.into()),
+        }
     }
 }
 
@@ -549,7 +647,12 @@ mod tests {
             // The large event went to the blob file; sled holds a marker.
             let blob = dir.path().join("blobs").join(&id);
             assert_eq!(std::fs::metadata(&blob).unwrap().len(), big.len() as u64);
-            let stored = store.tree.get(event_key(&id, 2)).unwrap().unwrap();
+            let stored = store
+                .tree()
+                .unwrap()
+                .get(event_key(&id, 2))
+                .unwrap()
+                .unwrap();
             assert!(
                 stored.len() < 64,
                 "sled holds a marker, not {} bytes",

@@ -136,11 +136,37 @@ impl Wal {
             .map_err(|e| StoreError::Io(format!("write-ahead log: {e}")))?;
         bytes.push(b'\n');
         let mut segment = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        segment
-            .file
-            .write_all(&bytes)
-            .map_err(|e| StoreError::Io(format!("write-ahead log: {e}")))?;
+        if let Err(e) = segment.file.write_all(&bytes) {
+            // A torn line would swallow the next good one at replay: cut
+            // the segment back to its last whole line.
+            let _ = segment.file.set_len(segment.len);
+            return Err(StoreError::Io(format!("write-ahead log: {e}")));
+        }
         segment.len += bytes.len() as u64;
+        Ok(())
+    }
+
+    /// Replays every segment (the current one included) through `apply`
+    /// and makes it durable with `flush`, then deletes the segments before
+    /// the current one: for a store reopened after a write failure.
+    pub fn recover(
+        &self,
+        apply: &Apply<'_>,
+        flush: &dyn Fn() -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let io = |e: std::io::Error| StoreError::Io(format!("{}: {e}", self.dir.display()));
+        let current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        let mut all = segments(&self.dir).map_err(io)?;
+        all.sort();
+        for (_, path) in &all {
+            replay(path, apply)?;
+        }
+        flush()?;
+        for (number, path) in &all {
+            if *number < current.number {
+                std::fs::remove_file(path).map_err(io)?;
+            }
+        }
         Ok(())
     }
 
