@@ -84,6 +84,7 @@ async fn overhead(n: usize) -> Vec<(String, String, String, bool)> {
     let mut sub = c.subscribe_session(session.clone(), None).await.unwrap();
     let mut per_call = Vec::new();
     let mut gaps = Vec::new();
+    let mut split: [Vec<Duration>; 3] = Default::default();
     for i in 0..n + 2 {
         let before = fake.seen().len();
         let started = Instant::now();
@@ -92,7 +93,19 @@ async fn overhead(n: usize) -> Vec<(String, String, String, bool)> {
             .await
             .unwrap()
             .turn_id;
-        collect_until(&mut sub, |e| matches!(&e.payload, EventPayload::TurnFinished { turn_id, .. } if *turn_id == turn)).await;
+        // When each call's first event and final event reached this client.
+        let mut marks: Vec<(Instant, bool)> = Vec::new();
+        collect_until(&mut sub, |e| {
+            if let EventPayload::ToolCall(c) = &e.payload {
+                if c.state == geminid_protocol::tool::CallState::Executing {
+                    marks.push((Instant::now(), false));
+                } else if c.state.is_terminal() {
+                    marks.push((Instant::now(), true));
+                }
+            }
+            matches!(&e.payload, EventPayload::TurnFinished { turn_id, .. } if *turn_id == turn)
+        })
+        .await;
         let wall = started.elapsed();
         let seen = fake.seen();
         assert_eq!(
@@ -110,6 +123,31 @@ async fn overhead(n: usize) -> Vec<(String, String, String, bool)> {
         // HTTP on loopback).
         for pair in seen[before..].windows(2) {
             gaps.push(pair[1].at - pair[0].at);
+        }
+        // Split each step: request -> call executing (model response,
+        // stream, scheduling), executing -> final (the tool), final ->
+        // next request (function response, history, next request).
+        let starts: Vec<Instant> = marks.iter().filter(|m| !m.1).map(|m| m.0).collect();
+        let ends: Vec<Instant> = marks.iter().filter(|m| m.1).map(|m| m.0).collect();
+        for (k, pair) in seen[before..].windows(2).enumerate() {
+            if let (Some(s), Some(e)) = (starts.get(k), ends.get(k)) {
+                split[0].push(s.saturating_duration_since(pair[0].at));
+                split[1].push(e.saturating_duration_since(*s));
+                split[2].push(pair[1].at.saturating_duration_since(*e));
+            }
+        }
+    }
+    for (name, v) in [
+        "request -> executing seen",
+        "executing -> final seen",
+        "final seen -> next request",
+    ]
+    .iter()
+    .zip(split.iter_mut())
+    {
+        v.sort();
+        if !v.is_empty() {
+            println!("- {name}: p50 {:.2} ms", ms(v[v.len() / 2]));
         }
     }
     per_call.sort();
