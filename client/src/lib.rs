@@ -16,6 +16,7 @@
 //! [`Client`] derefs to jsonrpsee's client, so every method of
 //! [`GeminidApiClient`] is available on it.
 
+mod chat;
 pub mod cli;
 mod client;
 pub mod transport;

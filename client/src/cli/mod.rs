@@ -7,7 +7,7 @@
 
 mod attach;
 mod call;
-mod confirm;
+pub(crate) mod confirm;
 mod daemon;
 mod mcp;
 mod memory;
@@ -135,7 +135,23 @@ enum Command {
         #[arg(long)]
         no_confirm: bool,
     },
+    /// Talk with the model interactively: a line editor, streamed answers,
+    /// confirmations, slash commands
+    #[command(after_help = crate::chat::CHAT_HELP)]
+    Chat(crate::chat::ChatArgs),
+    /// Print a shell completion script (bash, zsh, fish, ...)
+    #[command(after_help = COMPLETIONS_HELP)]
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
+
+const COMPLETIONS_HELP: &str = "\
+Examples:
+  gemctl completions bash > ~/.local/share/bash-completion/completions/gemctl
+  gemctl completions zsh > ~/.zfunc/_gemctl     # with fpath+=(~/.zfunc) before compinit
+  gemctl completions fish > ~/.config/fish/completions/gemctl.fish";
 
 const PROMPT_HELP: &str = "\
 Exit status: 0 completed, 3 completed but the policy denied a call,
@@ -267,6 +283,12 @@ async fn dispatch(ctx: &Ctx, command: Command) -> Outcome {
             since,
             no_confirm,
         } => attach::attach(ctx, &session, since, !no_confirm).await,
+        Command::Chat(args) => crate::chat::chat(ctx, args).await,
+        Command::Completions { shell } => {
+            let mut command = <Args as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "gemctl", &mut std::io::stdout());
+            Ok(exit::OK)
+        }
     }
 }
 
