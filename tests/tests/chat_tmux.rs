@@ -111,6 +111,11 @@ fn chat_command(d: &TestDaemon, args: &str) -> String {
     )
 }
 
+/// A line drawn by the spinner (indicatif's default frames).
+fn is_spinner(line: &str) -> bool {
+    line.starts_with(|c| "⠁⠂⠄⡀⢀⠠⠐⠈".contains(c))
+}
+
 fn count(screen: &str, text: &str) -> usize {
     screen.matches(text).count()
 }
@@ -136,6 +141,8 @@ async fn chat_in_a_terminal_streams_asks_cancels_and_shares_a_session() {
         Reply::StreamThenHang {
             events: vec![gemini::text("This answer goes on and on")],
         },
+        gemini::call_reply(&[("run_shell_command", json!({"command": "sleep 1.5"}))]),
+        gemini::answer(&["Slept well."]),
     ])
     .await;
     let d = TestDaemon::start_with_env(&[
@@ -212,6 +219,27 @@ async fn chat_in_a_terminal_streams_asks_cancels_and_shares_a_session() {
         ApprovalMode::Yolo
     );
     tmux.wait_for("b", "approval mode is now yolo").await;
+
+    // A running tool shows a spinner with the elapsed time, as the line
+    // above the prompt; when the call ends its line replaces the spinner.
+    tmux.line("a", "sleep a bit");
+    let screen = tmux
+        .wait("a", "a spinner", |s| {
+            s.lines().any(|l| is_spinner(l) && l.contains("sleep 1.5"))
+        })
+        .await;
+    assert!(
+        screen
+            .lines()
+            .any(|l| is_spinner(l) && l.trim_end().ends_with('s')),
+        "{screen}"
+    );
+    let screen = tmux.wait_for("a", "Slept well.").await;
+    assert!(screen.contains("✓ run_shell_command"), "{screen}");
+    assert!(
+        !screen.lines().any(is_spinner),
+        "the spinner is gone: {screen}"
+    );
 
     // Ctrl-D leaves, with status 0; the other terminal stays.
     tmux.keys("a", &["C-d"]);
