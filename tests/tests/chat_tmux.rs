@@ -103,7 +103,7 @@ impl Drop for Tmux {
 fn chat_command(d: &TestDaemon, args: &str) -> String {
     let home = d.home();
     format!(
-        "cd '{ws}' && env HOME='{home}' XDG_STATE_HOME='{home}/state' EDITOR=true TERM=tmux-256color '{bin}' --socket '{socket}' chat {args}",
+        "cd '{ws}' && env HOME='{home}' XDG_STATE_HOME='{home}/state' VISUAL='{home}/edit.sh' EDITOR='{home}/edit.sh' TERM=tmux-256color '{bin}' --socket '{socket}' chat {args}",
         ws = d.workspace.display(),
         home = home.display(),
         bin = gemctl_bin().display(),
@@ -151,6 +151,10 @@ async fn chat_in_a_terminal_streams_asks_cancels_and_shares_a_session() {
     ]);
     fake.set_var("WS", &d.workspace.display().to_string());
     let tmux = Tmux::new(d.dir.path());
+    // The "editor" of `e`: changes the content it is given.
+    let editor = d.home().join("edit.sh");
+    std::fs::write(&editor, "#!/bin/sh\nsed -i 's/\"hi/\"edited/' \"$1\"\n").unwrap();
+    std::fs::set_permissions(&editor, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     let c = d.client().await;
 
     // A new interactive session in the current directory.
@@ -172,23 +176,25 @@ async fn chat_in_a_terminal_streams_asks_cancels_and_shares_a_session() {
     assert!(screen.contains("  │ fn main() {}"), "{screen}");
     assert!(screen.contains("╭─ rust"), "{screen}");
 
-    // A call to write_file asks, with its diff; y approves; the file exists.
+    // A call to write_file asks, with its diff; e edits the arguments in
+    // $EDITOR (sent as modify_with_editor); the edited file is written.
     tmux.line("a", "write hello");
     let screen = tmux.wait_for("a", "Allow write_file?").await;
     assert!(screen.contains("+hi"), "the diff is shown: {screen}");
     assert!(!d.workspace.join("hello.txt").exists());
-    tmux.line("a", "y");
+    tmux.line("a", "e");
     tmux.wait_for("a", "Wrote hello.txt.").await;
     assert_eq!(
         std::fs::read_to_string(d.workspace.join("hello.txt")).unwrap(),
-        "hi\n"
+        "edited\n"
     );
 
     // A second terminal joins the session: it shows the conversation so far.
     tmux.start("b", &chat_command(&d, &format!("--session {session}")));
     tmux.wait_for("b", "the session so far").await;
     assert!(tmux.screen("b").contains("Wrote hello.txt."));
-    // It types a prompt; the first terminal shows it too, and both ask.
+    // It types a prompt; the first terminal shows it too, and both ask;
+    // y approves.
     tmux.line("b", "write other");
     tmux.wait_for("a", "write other  (another terminal)").await;
     tmux.wait("a", "a second question", |s| {
