@@ -17,6 +17,7 @@
 //! [`GeminidApiClient`] is available on it.
 
 mod acp;
+mod chat;
 pub mod cli;
 mod client;
 mod mcp_serve;

@@ -129,7 +129,7 @@ fn order_key(call_id: &str) -> u64 {
 }
 
 /// Opens the arguments in `$VISUAL`/`$EDITOR` and reads them back.
-fn edit_args(args: &Value) -> Result<Value, String> {
+pub(crate) fn edit_args(args: &Value) -> Result<Value, String> {
     let editor = std::env::var("VISUAL")
         .or_else(|_| std::env::var("EDITOR"))
         .unwrap_or_else(|_| "vi".to_owned());

@@ -14,6 +14,7 @@ use crate::Client;
 #[derive(Subcommand)]
 pub enum DaemonCommand {
     /// Start geminid in the background unless one already answers
+    #[command(after_help = super::examples::DAEMON_START)]
     Start {
         /// The geminid binary [default: next to gemctl, else on PATH]
         #[arg(long)]
@@ -23,8 +24,10 @@ pub enum DaemonCommand {
         data_dir: Option<PathBuf>,
     },
     /// Ask the daemon to shut down and wait until it has
+    #[command(after_help = super::examples::DAEMON_STOP)]
     Stop,
     /// Show the daemon's health and counters
+    #[command(after_help = super::examples::DAEMON_STATUS)]
     Status,
 }
 

@@ -12,10 +12,13 @@ use super::{Ctx, Failure, Outcome, exit, print_json};
 #[derive(Subcommand)]
 pub enum McpCommand {
     /// List the MCP servers with their status, tools and prompts
+    #[command(after_help = super::examples::MCP_LIST)]
     List,
     /// Reconnect one MCP server now
+    #[command(after_help = super::examples::MCP_RESTART)]
     Restart { name: String },
     /// Run `tools.discoveryCommand` again and replace the discovered tools
+    #[command(after_help = super::examples::MCP_REDISCOVER)]
     Rediscover {
         /// Run it in this session's workspace root
         #[arg(long)]

@@ -8,6 +8,7 @@ use super::{Ctx, Outcome, exit, print_json};
 #[derive(clap::Subcommand)]
 pub enum MemoryCommand {
     /// Print the merged memory text and each file's import tree
+    #[command(after_help = super::examples::MEMORY_SHOW)]
     Show {
         /// A session (its workspace); else --cwd
         #[arg(long)]
@@ -17,6 +18,7 @@ pub enum MemoryCommand {
         cwd: Option<String>,
     },
     /// Read the memory again (also finds new GEMINI.md files)
+    #[command(after_help = super::examples::MEMORY_RELOAD)]
     Reload {
         #[arg(long)]
         session: Option<String>,

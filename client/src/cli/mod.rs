@@ -7,8 +7,9 @@
 
 mod attach;
 mod call;
-mod confirm;
+pub(crate) mod confirm;
 mod daemon;
+mod examples;
 mod mcp;
 mod memory;
 mod policy;
@@ -44,6 +45,7 @@ Exit status: 0 success, 1 tool error or other failure, 2 bad usage,
 Examples:
   gemctl daemon start
   gemctl prompt \"what does this project do?\"
+  gemctl chat                   # talk with the model here; --session $S to join
   S=$(gemctl session new --cwd .)
   gemctl call --session $S read_file '{\"absolute_path\": \"'$PWD'/README.md\"}'
   gemctl attach $S          # in another terminal: follow and approve";
@@ -65,19 +67,19 @@ pub struct Args {
 #[derive(Subcommand)]
 enum Command {
     /// Start, stop or inspect the daemon
-    #[command(subcommand)]
+    #[command(subcommand, after_help = examples::DAEMON)]
     Daemon(daemon::DaemonCommand),
     /// Create, list, show and remove sessions
-    #[command(subcommand)]
+    #[command(subcommand, after_help = examples::SESSION)]
     Session(session::SessionCommand),
     /// Explain policy decisions
-    #[command(subcommand)]
+    #[command(subcommand, after_help = examples::POLICY)]
     Policy(policy::PolicyCommand),
     /// MCP servers and tool discovery (list, restart, rediscover, probe)
-    #[command(subcommand)]
+    #[command(subcommand, after_help = examples::MCP)]
     Mcp(mcp::McpCommand),
     /// The GEMINI.md memory a workspace's turns get
-    #[command(subcommand)]
+    #[command(subcommand, after_help = examples::MEMORY)]
     Memory(memory::MemoryCommand),
     /// Run one prompt and exit (headless; non-interactive unless --interactive)
     #[command(after_help = PROMPT_HELP)]
@@ -106,6 +108,7 @@ enum Command {
         text: Option<String>,
     },
     /// List the tools the daemon offers
+    #[command(after_help = examples::TOOLS)]
     Tools {
         /// Check the session exists (tools are the same for every session today)
         #[arg(long)]
@@ -113,7 +116,7 @@ enum Command {
     },
     /// Call one tool through a session's scheduler and policy
     #[command(
-        after_help = "Example:\n  gemctl call --session $S list_directory '{\"path\": \"/home/me/project\"}'"
+        after_help = "Examples:\n  gemctl call --session $S list_directory '{\"path\": \"/home/me/project\"}'"
     )]
     Call {
         #[arg(long)]
@@ -126,6 +129,7 @@ enum Command {
     },
     /// Follow a session: replay its history, then live events; answer
     /// confirmations with y (once), a (always), e (edit), n (cancel)
+    #[command(after_help = examples::ATTACH)]
     Attach {
         session: String,
         /// Only replay events after this seq
@@ -137,7 +141,18 @@ enum Command {
     },
     /// Be an Agent Client Protocol (v1) agent on stdio, for editors such
     /// as Zed; ACP sessions are daemon sessions
+    #[command(after_help = examples::ACP)]
     Acp,
+    /// Talk with the model interactively: a line editor, streamed answers,
+    /// confirmations, slash commands
+    #[command(after_help = crate::chat::CHAT_HELP)]
+    Chat(crate::chat::ChatArgs),
+    /// Print a shell completion script (bash, zsh, fish, ...)
+    #[command(after_help = examples::COMPLETIONS)]
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
 }
 
 const PROMPT_HELP: &str = "\
@@ -271,6 +286,17 @@ async fn dispatch(ctx: &Ctx, command: Command) -> Outcome {
             no_confirm,
         } => attach::attach(ctx, &session, since, !no_confirm).await,
         Command::Acp => crate::acp::run(&ctx.socket).await,
+        Command::Chat(args) => crate::chat::chat(ctx, args).await,
+        Command::Completions { shell } => {
+            let mut command = <Args as clap::CommandFactory>::command();
+            // Into memory first: `generate` panics on a write error
+            // (`gemctl completions bash | head` closes the pipe).
+            let mut script = Vec::new();
+            clap_complete::generate(shell, &mut command, "gemctl", &mut script);
+            use std::io::Write;
+            let _ = std::io::stdout().write_all(&script);
+            Ok(exit::OK)
+        }
     }
 }
 

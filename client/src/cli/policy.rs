@@ -14,7 +14,7 @@ use super::{Ctx, Failure, Outcome, exit, print_json};
 pub enum PolicyCommand {
     /// What the policy would decide for a call, and which rule decided
     #[command(
-        after_help = "Example:\n  gemctl policy check run_shell_command '{\"command\": \"git status && rm -rf ~\"}'"
+        after_help = "Examples:\n  gemctl policy check run_shell_command '{\"command\": \"git status && rm -rf ~\"}'"
     )]
     Check {
         /// Use this session's mode, interactivity and \"always\" answers
@@ -35,6 +35,7 @@ pub enum PolicyCommand {
         args: String,
     },
     /// Every loaded rule, highest priority first, with its source
+    #[command(after_help = super::examples::POLICY_LIST)]
     List,
 }
 

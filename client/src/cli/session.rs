@@ -11,6 +11,7 @@ use super::{Ctx, Failure, Outcome, exit, print_json};
 #[derive(Subcommand)]
 pub enum SessionCommand {
     /// Create a session and print its id
+    #[command(after_help = super::examples::SESSION_NEW)]
     New {
         /// The workspace directory [default: the current directory]
         #[arg(long)]
@@ -25,10 +26,13 @@ pub enum SessionCommand {
         non_interactive: bool,
     },
     /// List sessions, newest first
+    #[command(after_help = super::examples::SESSION_LIST)]
     List,
     /// Show one session
+    #[command(after_help = super::examples::SESSION_SHOW)]
     Show { id: String },
     /// Delete a session and its history
+    #[command(after_help = super::examples::SESSION_RM)]
     Rm { id: String },
 }
 

@@ -1,0 +1,184 @@
+//! Slash commands: `/mode`, `/memory show`, `/tools`, `/mcp`,
+//! `/sessions`, `/quit`, `/help`.
+
+use geminid_protocol::api::GeminidApiClient;
+use geminid_protocol::session::ApprovalMode;
+
+use super::style::Style;
+use crate::Client;
+use crate::cli::Failure;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `/mode` alone shows the mode.
+    Mode(Option<ApprovalMode>),
+    MemoryShow,
+    Tools,
+    Mcp,
+    Sessions,
+    Quit,
+    Help,
+}
+
+pub const HELP: &str = "\
+/mode [default|autoEdit|yolo]  show or set the session's approval mode
+/memory show                   the GEMINI.md memory the model gets
+/tools                         the tools the model can call
+/mcp                           MCP servers and their status
+/sessions                      every session (this one marked *)
+/quit                          leave (also Ctrl-D, or Ctrl-C twice when idle)
+/help                          this list
+Anything else is a prompt; prompts typed while a turn runs are queued.
+A question y/a/e/n is answered at the prompt. Ctrl-C cancels the running turn.";
+
+/// `None` when the line is not a command.
+pub fn parse(line: &str) -> Option<Result<Command, String>> {
+    let line = line.trim();
+    let rest = line.strip_prefix('/')?;
+    let mut words = rest.split_whitespace();
+    let name = words.next().unwrap_or("");
+    let arg = words.next();
+    let extra = words.next();
+    let command = match (name, arg, extra) {
+        ("mode", None, _) => Ok(Command::Mode(None)),
+        ("mode", Some(mode), None) => mode.parse().map(|m| Command::Mode(Some(m))),
+        ("memory", None | Some("show"), None) => Ok(Command::MemoryShow),
+        ("tools", None, _) => Ok(Command::Tools),
+        ("mcp", None, _) => Ok(Command::Mcp),
+        ("sessions", None, _) => Ok(Command::Sessions),
+        ("quit" | "exit" | "q", None, _) => Ok(Command::Quit),
+        ("help" | "?", _, _) => Ok(Command::Help),
+        _ => Err(format!("unknown command {line} (try /help)")),
+    };
+    Some(command)
+}
+
+/// Runs a command; returns its output. Errors of the request are output
+/// too (in red); only a lost connection is a failure.
+pub async fn run(
+    command: &Command,
+    client: &Client,
+    session_id: &str,
+    s: Style,
+) -> Result<String, Failure> {
+    let result: Result<String, jsonrpsee::core::ClientError> = match command {
+        Command::Help => Ok(HELP.to_owned()),
+        Command::Quit => Ok(String::new()),
+        Command::Mode(None) => client
+            .get_session(session_id.to_owned())
+            .await
+            .map(|info| format!("approval mode: {}", info.approval_mode)),
+        Command::Mode(Some(mode)) => client
+            .set_approval_mode(session_id.to_owned(), *mode)
+            .await
+            .map(|_| String::new()),
+        Command::MemoryShow => client
+            .show_memory(Some(session_id.to_owned()), None)
+            .await
+            .map(|info| {
+                if info.files.is_empty() {
+                    return format!("no GEMINI.md memory for {}", info.workspace);
+                }
+                let mut out = format!("memory for {}:\n", info.workspace);
+                for file in &info.files {
+                    tree(&mut out, file, 1, s);
+                }
+                out.push('\n');
+                out.push_str(&info.text);
+                out
+            }),
+        Command::Tools => client
+            .list_tools(Some(session_id.to_owned()))
+            .await
+            .map(|tools| {
+                tools
+                    .iter()
+                    .map(|t| {
+                        let summary = t.description.lines().next().unwrap_or_default();
+                        let summary = super::screen::truncate(summary, 70);
+                        format!("{} {}", s.cyan(&format!("{:<24}", t.name)), s.dim(&summary))
+                    })
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            }),
+        Command::Mcp => client.list_mcp().await.map(|list| {
+            if list.servers.is_empty() {
+                return "no MCP servers configured (mcpServers in ~/.gemini/settings.json)"
+                    .to_owned();
+            }
+            list.servers
+                .iter()
+                .map(|server| {
+                    let status = match server.status.as_str() {
+                        "connected" => s.green(&server.status),
+                        "connecting" => s.yellow(&server.status),
+                        other => s.red(other),
+                    };
+                    let message = server
+                        .message
+                        .as_deref()
+                        .map(|m| format!(" ({m})"))
+                        .unwrap_or_default();
+                    format!(
+                        "{} {status}{message}, {} tools: {}",
+                        s.bold(&server.name),
+                        server.tools.len(),
+                        server.tools.join(", ")
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        }),
+        Command::Sessions => client.list_sessions().await.map(|sessions| {
+            sessions
+                .iter()
+                .map(|info| {
+                    let mark = if info.session_id == session_id {
+                        "*"
+                    } else {
+                        " "
+                    };
+                    let title = info.title.as_deref().unwrap_or("");
+                    format!(
+                        "{mark} {} {} {:<8} {title}",
+                        s.cyan(&info.session_id),
+                        info.cwd,
+                        info.approval_mode.as_str()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+        }),
+    };
+    match result {
+        Ok(out) => Ok(out),
+        Err(jsonrpsee::core::ClientError::Call(e)) => Ok(s.red(e.message())),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn tree(out: &mut String, node: &geminid_protocol::turn::ImportNode, depth: usize, s: Style) {
+    out.push_str(&format!("{}{}\n", "  ".repeat(depth), s.cyan(&node.path)));
+    for child in &node.imports {
+        tree(out, child, depth + 1, s);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_parse() {
+        assert_eq!(parse("hello"), None);
+        assert_eq!(
+            parse("/mode yolo"),
+            Some(Ok(Command::Mode(Some(ApprovalMode::Yolo))))
+        );
+        assert_eq!(parse("/mode"), Some(Ok(Command::Mode(None))));
+        assert_eq!(parse(" /memory show "), Some(Ok(Command::MemoryShow)));
+        assert_eq!(parse("/quit"), Some(Ok(Command::Quit)));
+        assert!(matches!(parse("/mode fast"), Some(Err(e)) if e.contains("unknown approval mode")));
+        assert!(matches!(parse("/frobnicate"), Some(Err(e)) if e.contains("/help")));
+    }
+}

@@ -1,0 +1,483 @@
+//! `gemctl chat`: an interactive conversation with a session.
+//!
+//! Threads and who owns the terminal: rustyline reads lines on its own
+//! thread (`input.rs`), one line per request from the chat loop; all other
+//! output goes through its `ExternalPrinter` (`screen.rs`), so text
+//! arriving while the person types lands above the prompt. The spinner
+//! of running tools is indicatif's, captured and drawn by the screen as
+//! the last line above the prompt. The loop here reads lines, session
+//! events and SIGINT (Ctrl-C when the line editor is not reading).
+//!
+//! A line is, in this order: an answer to the question being asked
+//! (y/a/e/n), a slash command (`commands.rs`), or a prompt (queued by the
+//! daemon behind a running turn). Ctrl-C cancels the running turn
+//! (`session.cancel`); when nothing runs, a second Ctrl-C leaves, as does
+//! Ctrl-D. Every terminal attached to the session shows everything,
+//! prompts typed elsewhere included.
+
+mod commands;
+mod confirm;
+mod input;
+mod markdown;
+mod render;
+mod screen;
+mod style;
+
+use std::collections::{HashSet, VecDeque};
+use std::io::IsTerminal;
+
+use geminid_protocol::api::GeminidApiClient;
+use geminid_protocol::event::{EventPayload, SessionEvent, SubscriptionClosed};
+use geminid_protocol::session::SessionInfo;
+use jsonrpsee::core::client::SubscriptionClientT;
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::Client;
+use crate::cli::{Ctx, Failure, Outcome, exit};
+use confirm::{Answer, Change, Confirmations};
+use render::View;
+use screen::Screen;
+use style::Style;
+
+/// How the model's thoughts are shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Thoughts {
+    Show,
+    #[default]
+    Dim,
+    Hide,
+}
+
+#[derive(clap::Args, Debug)]
+pub struct ChatArgs {
+    /// Join an existing session (another terminal may be in it too)
+    #[arg(long, conflicts_with = "new")]
+    pub session: Option<String>,
+    /// Start a new session (the default without --session)
+    #[arg(long)]
+    pub new: bool,
+    /// The workspace of a new session [default: .]
+    #[arg(long, conflicts_with = "session")]
+    pub cwd: Option<String>,
+    /// The model's thoughts: shown, dimmed or hidden
+    #[arg(long, value_enum, default_value_t = Thoughts::Dim)]
+    pub thoughts: Thoughts,
+}
+
+pub const CHAT_HELP: &str = "\
+In the chat: type a prompt and Enter. Answer a question with y (once),
+a (always), e (edit the arguments in $EDITOR) or n (cancel). Ctrl-C cancels
+the running turn; Ctrl-D (or Ctrl-C twice when idle, or /quit) leaves.
+Commands: /mode default|autoEdit|yolo, /memory show, /tools, /mcp,
+/sessions, /quit, /help. History is kept in
+$XDG_STATE_HOME/gemctl/chat_history (~/.local/state/gemctl/chat_history).
+Colours are off with NO_COLOR or when stdout is not a terminal.
+
+Examples:
+  gemctl chat                          # a new session in the current directory
+  gemctl chat --cwd ~/project --thoughts hide
+  gemctl chat --session $S             # a second terminal on the same session";
+
+const PROMPT: &str = "› ";
+
+pub async fn chat(ctx: &Ctx, args: ChatArgs) -> Outcome {
+    let client = ctx.connect().await?;
+    let session = match &args.session {
+        Some(id) => client.get_session(id.clone()).await?,
+        None => {
+            let cwd = std::path::absolute(args.cwd.as_deref().unwrap_or("."))
+                .map_err(|e| Failure::new(exit::USAGE, format!("--cwd: {e}")))?;
+            client
+                .create_session(cwd.display().to_string(), None, None, Some(true))
+                .await?
+        }
+    };
+    let mut closed = client
+        .subscribe_to_method::<SubscriptionClosed>("session.closed")
+        .await?;
+    // Everything from the start: the conversation so far is shown, and
+    // which turn runs and which calls wait is known before the first line.
+    let mut events = client
+        .subscribe_session(session.session_id.clone(), Some(0))
+        .await?;
+    let mut sigint = signal(SignalKind::interrupt())
+        .map_err(|e| Failure::new(exit::FAILED, format!("cannot handle Ctrl-C: {e}")))?;
+
+    let style = Style::detect();
+    let terminal = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let saved_termios = rustix::termios::tcgetattr(std::io::stdin()).ok();
+    let screen = Screen::new(None, style, terminal);
+    let (mut input, printer) = input::Input::start(input::history_path(), screen.entered_flag())
+        .map_err(|e| Failure::new(exit::FAILED, e))?;
+    screen.set_printer(printer);
+    let mut chat = Chat {
+        client: &client,
+        session_id: session.session_id.clone(),
+        view: View::new(screen, args.thoughts),
+        confirm: Confirmations::default(),
+        running_turn: None,
+        mine: HashSet::new(),
+        sent: VecDeque::new(),
+        // A new session has nothing worth replaying.
+        caught_up: args.session.is_none(),
+        history_end: session.last_seq,
+        leave_armed: false,
+    };
+    chat.banner(&session);
+
+    let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let status = loop {
+        input.read(PROMPT, &style.cyan(PROMPT));
+        tokio::select! {
+            line = input.next() => {
+                let Some(line) = line else { break exit::OK };
+                match chat.line(line).await {
+                    Ok(Flow::Go) => {}
+                    Ok(Flow::Leave) => break exit::OK,
+                    Err(failure) => {
+                        restore(saved_termios.as_ref());
+                        return Err(failure);
+                    }
+                }
+            }
+            _ = tick.tick() => chat.view.tick(),
+            _ = sigint.recv() => {
+                match chat.interrupt().await {
+                    Ok(Flow::Go) => {}
+                    Ok(Flow::Leave) => break exit::OK,
+                    Err(failure) => {
+                        restore(saved_termios.as_ref());
+                        return Err(failure);
+                    }
+                }
+            }
+            notice = closed.next() => {
+                if let Some(Ok(notice)) = notice {
+                    chat.view.print(&style.red(&format!(
+                        "the session's stream ended: {} (last seq {})", notice.reason, notice.last_seq
+                    )));
+                    break exit::FAILED;
+                }
+            }
+            event = events.next() => {
+                match event {
+                    Some(Ok(event)) => chat.event(&event),
+                    Some(Err(e)) => {
+                        restore(saved_termios.as_ref());
+                        return Err(Failure::new(exit::FAILED, format!("bad event from geminid: {e}")));
+                    }
+                    None => {
+                        restore(saved_termios.as_ref());
+                        return Err(Failure::new(exit::UNREACHABLE, "geminid closed the connection"));
+                    }
+                }
+            }
+        }
+    };
+    chat.view.flush(true);
+    restore(saved_termios.as_ref());
+    Ok(status)
+}
+
+/// Puts the terminal back as it was (rustyline may be mid-read when the
+/// chat ends because the daemon went away).
+fn restore(saved: Option<&rustix::termios::Termios>) {
+    if let Some(termios) = saved {
+        let _ = rustix::termios::tcsetattr(
+            std::io::stdin(),
+            rustix::termios::OptionalActions::Now,
+            termios,
+        );
+    }
+}
+
+enum Flow {
+    Go,
+    Leave,
+}
+
+struct Chat<'a> {
+    client: &'a Client,
+    session_id: String,
+    view: View,
+    confirm: Confirmations,
+    running_turn: Option<String>,
+    /// Turns prompted from this terminal.
+    mine: HashSet<String>,
+    /// Prompts sent whose `promptQueued` has not been seen yet.
+    sent: VecDeque<String>,
+    /// The replay of stored events is over: questions may be asked.
+    caught_up: bool,
+    history_end: u64,
+    /// Ctrl-C was pressed with nothing running: another one leaves.
+    leave_armed: bool,
+}
+
+impl Chat<'_> {
+    fn style(&self) -> Style {
+        self.view.style()
+    }
+
+    fn banner(&self, session: &SessionInfo) {
+        let s = self.style();
+        self.view.print(&format!(
+            "{} session {} in {} (mode {})\n{}",
+            s.bold("gemctl chat"),
+            s.cyan(&session.session_id),
+            session.cwd,
+            session.approval_mode,
+            s.dim("/help for commands · Ctrl-C cancels a turn · Ctrl-D leaves"),
+        ));
+    }
+
+    async fn line(&mut self, line: input::Line) -> Result<Flow, Failure> {
+        let text = match line {
+            input::Line::Text(text) => text,
+            input::Line::Interrupted => return self.interrupt().await,
+            input::Line::Eof => return Ok(Flow::Leave),
+            input::Line::Failed(e) => {
+                return Err(Failure::new(
+                    exit::FAILED,
+                    format!("reading the terminal: {e}"),
+                ));
+            }
+        };
+        self.leave_armed = false;
+        let trimmed = text.trim();
+        if let Some(command) = commands::parse(trimmed) {
+            return self.command(command).await;
+        }
+        if let Some(call) = self.confirm.asking().cloned() {
+            match Answer::parse(trimmed) {
+                Some(answer) => self.answer(&call, answer).await?,
+                None => {
+                    let s = self.style();
+                    self.view.print(&s.yellow(&format!(
+                        "answer y, a, e or n (allow {}?); a prompt can wait until then",
+                        call.name
+                    )));
+                }
+            }
+            return Ok(Flow::Go);
+        }
+        if trimmed.is_empty() {
+            return Ok(Flow::Go);
+        }
+        self.sent.push_back(text.clone());
+        match self
+            .client
+            .prompt(self.session_id.clone(), text.clone())
+            .await
+        {
+            Ok(accepted) => {
+                self.mine.insert(accepted.turn_id);
+                if accepted.queued_behind > 0 {
+                    let s = self.style();
+                    self.view.print(&s.dim(&format!(
+                        "(queued behind {} turn{})",
+                        accepted.queued_behind,
+                        if accepted.queued_behind == 1 { "" } else { "s" }
+                    )));
+                }
+            }
+            Err(jsonrpsee::core::ClientError::Call(e)) => {
+                self.sent.retain(|t| t != &text);
+                let s = self.style();
+                self.view.print(&s.red(e.message()));
+            }
+            Err(e) => return Err(e.into()),
+        }
+        Ok(Flow::Go)
+    }
+
+    async fn command(
+        &mut self,
+        command: Result<commands::Command, String>,
+    ) -> Result<Flow, Failure> {
+        let s = self.style();
+        let command = match command {
+            Ok(command) => command,
+            Err(message) => {
+                self.view.print(&s.red(&message));
+                return Ok(Flow::Go);
+            }
+        };
+        if command == commands::Command::Quit {
+            return Ok(Flow::Leave);
+        }
+        let out = commands::run(&command, self.client, &self.session_id, s).await?;
+        self.view.print(&out);
+        Ok(Flow::Go)
+    }
+
+    /// Ctrl-C: cancels what runs; with nothing running, the second one
+    /// leaves.
+    async fn interrupt(&mut self) -> Result<Flow, Failure> {
+        let s = self.style();
+        if self.running_turn.is_some() || self.confirm.any_pending() {
+            self.leave_armed = false;
+            self.view.print(&s.yellow("cancelling…"));
+            self.client.cancel_session(self.session_id.clone()).await?;
+            return Ok(Flow::Go);
+        }
+        if self.leave_armed {
+            return Ok(Flow::Leave);
+        }
+        self.leave_armed = true;
+        self.view
+            .print(&s.dim("(nothing is running: Ctrl-C again or Ctrl-D to leave)"));
+        Ok(Flow::Go)
+    }
+
+    async fn answer(
+        &mut self,
+        call: &geminid_protocol::tool::ToolCallSnapshot,
+        answer: Answer,
+    ) -> Result<(), Failure> {
+        let s = self.style();
+        let modified = if answer == Answer::Edit {
+            let args = call.args.clone();
+            let screen = self.view.screen.clone();
+            screen.suspend();
+            let edited = tokio::task::spawn_blocking(move || crate::cli::confirm::edit_args(&args))
+                .await
+                .unwrap_or_else(|e| Err(e.to_string()));
+            screen.resume();
+            match edited {
+                Ok(args) => Some(args),
+                Err(message) => {
+                    self.view.print(&s.red(&message));
+                    self.confirm.retry(&call.call_id);
+                    return Ok(());
+                }
+            }
+        } else {
+            None
+        };
+        self.confirm.answering(&call.call_id);
+        match self
+            .client
+            .confirm_tool(
+                self.session_id.clone(),
+                call.call_id.clone(),
+                answer.outcome(),
+                modified,
+            )
+            .await
+        {
+            Ok(result) if result.accepted => {}
+            Ok(_) => self.view.print(&s.dim("  (another client answered first)")),
+            Err(jsonrpsee::core::ClientError::Call(e)) => {
+                self.view
+                    .print(&s.red(&format!("  not accepted: {}", e.message())));
+                self.confirm.retry(&call.call_id);
+            }
+            Err(e) => return Err(e.into()),
+        }
+        self.ask();
+        Ok(())
+    }
+
+    /// Asks about the next pending call, if nothing is being asked.
+    fn ask(&mut self) {
+        if !self.caught_up {
+            return;
+        }
+        if let Some(call) = self.confirm.next_question() {
+            let question = self.view.confirmation(&call);
+            self.view.print(&question);
+        }
+    }
+
+    fn event(&mut self, event: &SessionEvent) {
+        let s = self.style();
+        match &event.payload {
+            EventPayload::SessionCreated { .. } => {}
+            EventPayload::PromptQueued { turn_id, text } => {
+                if self.sent.front() == Some(text) {
+                    self.sent.pop_front();
+                    self.mine.insert(turn_id.clone());
+                } else if self.caught_up
+                    && !self.mine.contains(turn_id)
+                    && self.running_turn.is_some()
+                {
+                    self.view
+                        .print(&s.dim(&format!("(queued from another terminal) {text}")));
+                }
+            }
+            EventPayload::TurnStarted { turn_id } => {
+                self.running_turn = Some(turn_id.clone());
+            }
+            EventPayload::UserMessage { turn_id, text } => {
+                if !self.mine.contains(turn_id) || !self.caught_up {
+                    self.view.flush(true);
+                    let from = if self.caught_up {
+                        "  (another terminal)"
+                    } else {
+                        ""
+                    };
+                    self.view.print(&format!(
+                        "{}{}{}",
+                        s.cyan(PROMPT),
+                        s.bold(text),
+                        s.dim(from)
+                    ));
+                }
+            }
+            EventPayload::ModelText { delta, .. } => self.view.text(delta),
+            EventPayload::ModelThought { delta, .. } => self.view.thought(delta),
+            EventPayload::ToolCall(call) => {
+                self.view.call(call);
+                if let Change::AnsweredElsewhere(state) = self.confirm.observe(call) {
+                    self.view
+                        .print(&s.dim(&format!("  ↳ ({})", confirm::withdrawn(state))));
+                }
+            }
+            EventPayload::TurnFinished {
+                turn_id,
+                reason,
+                message,
+                ..
+            } => {
+                if self.running_turn.as_deref() == Some(turn_id) {
+                    self.running_turn = None;
+                }
+                self.view.turn_finished(reason, message.as_deref());
+            }
+            EventPayload::ApprovalModeChanged { approval_mode } => {
+                self.view
+                    .print(&s.magenta(&format!("approval mode is now {approval_mode}")));
+            }
+            EventPayload::SessionRecovered { interrupted_calls } => {
+                self.view.print(&s.yellow(&format!(
+                    "the daemon restarted; interrupted calls: {}",
+                    interrupted_calls.join(", ")
+                )));
+            }
+            EventPayload::Error { message } => {
+                self.view.print(&s.red(&format!("error: {message}")))
+            }
+            EventPayload::McpServerStatus {
+                server,
+                status,
+                message,
+            } => {
+                let message = message
+                    .as_deref()
+                    .map(|m| format!(" ({m})"))
+                    .unwrap_or_default();
+                self.view
+                    .print(&s.dim(&format!("mcp server {server}: {status}{message}")));
+            }
+        }
+        if !self.caught_up && event.seq >= self.history_end {
+            self.caught_up = true;
+            self.view.print(&s.dim(&format!(
+                "— the session so far ({} events) is above —",
+                self.history_end
+            )));
+        }
+        self.ask();
+    }
+}
