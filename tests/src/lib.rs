@@ -164,10 +164,19 @@ impl TestDaemon {
     }
 
     /// kill -9, no chance to clean up.
+    ///
+    /// Returns once the killed daemon's socket refuses connections: right
+    /// after a kill (seen under load, about 1 kill in 20 with shell calls
+    /// running) the kernel can still accept connections on it for a moment
+    /// and then reset them, which would fool the next `spawn`.
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while StdUnixStream::connect(&self.socket).is_ok() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(2));
+            }
         }
     }
 

@@ -245,7 +245,13 @@ async fn kill_9_at_random_moments_loses_nothing_and_interrupts_open_calls() {
                 .expect("client task");
         }
         d.spawn();
-        let c = d.client().await;
+        let c = match Client::connect(&d.socket).await {
+            Ok(c) => c,
+            Err(e) => panic!(
+                "trial {trial}: connect after restart: {e}; daemon running: {}",
+                d.is_running()
+            ),
+        };
         let seen = std::mem::take(&mut *seen.lock().unwrap());
         received += seen.events.values().map(BTreeMap::len).sum::<usize>();
         for (session, last) in &mut sessions {
