@@ -386,3 +386,43 @@ async fn connect_inner(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_progress_flood_is_batched_and_the_rest_flushed_at_the_end() {
+        let sent = Arc::new(Mutex::new(Vec::<String>::new()));
+        let hooks = Hooks::default();
+        let sink = {
+            let sent = sent.clone();
+            OutputSink::new(move |text| sent.lock().unwrap().push(text))
+        };
+        let token = ProgressToken(rmcp::model::NumberOrString::Number(7));
+        let guard = hooks.watch_progress(&token, sink);
+        let progress = hooks.progress.lock().unwrap().get("7").cloned().unwrap();
+        for i in 0..2000 {
+            progress.push(format!("[{i}/2000] {}\n", "x".repeat(80)));
+        }
+        drop(guard);
+        tokio::time::sleep(PROGRESS_EVERY * 2).await;
+        let sent = sent.lock().unwrap();
+        // The first line at once, everything else in one batch when the
+        // call ended (the scheduled flush then finds nothing).
+        assert_eq!(
+            sent.len(),
+            2,
+            "{:?}",
+            sent.iter().map(String::len).collect::<Vec<_>>()
+        );
+        assert!(sent[0].starts_with("[0/2000]"), "{}", sent[0]);
+        assert!(sent[1].starts_with("[... "), "{}", &sent[1][..40]);
+        assert!(sent[1].ends_with(&format!("[1999/2000] {}\n", "x".repeat(80))));
+        assert!(
+            sent[1].len() <= PROGRESS_KEEP_BYTES + 64,
+            "{}",
+            sent[1].len()
+        );
+    }
+}
