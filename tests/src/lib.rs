@@ -44,6 +44,9 @@ pub struct TestDaemon {
     pub workspace: PathBuf,
     /// Extra environment for the daemon process.
     pub env: Vec<(String, String)>,
+    /// Where the daemon's stderr goes (appended across restarts); `None`
+    /// inherits the test's.
+    pub stderr_log: Option<PathBuf>,
     child: Option<Child>,
 }
 
@@ -55,11 +58,42 @@ impl TestDaemon {
 
     /// Starts a daemon with extra environment variables.
     pub fn start_with_env(env: &[(&str, &str)]) -> TestDaemon {
+        let mut daemon = Self::unstarted(env);
+        daemon.spawn();
+        daemon
+    }
+
+    /// Starts a daemon whose stderr goes to [`TestDaemon::stderr_text`].
+    pub fn start_capturing_stderr() -> TestDaemon {
+        let mut daemon = Self::unstarted(&[]);
+        daemon.stderr_log = Some(daemon.dir.path().join("daemon.stderr"));
+        daemon.spawn();
+        daemon
+    }
+
+    /// Everything the daemon wrote to stderr so far (with
+    /// [`TestDaemon::start_capturing_stderr`]).
+    pub fn stderr_text(&self) -> String {
+        self.stderr_log
+            .as_ref()
+            .and_then(|p| std::fs::read(p).ok())
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// Whether the daemon process is still running (not exited, not a zombie).
+    pub fn is_running(&mut self) -> bool {
+        self.child
+            .as_mut()
+            .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
+    }
+
+    fn unstarted(env: &[(&str, &str)]) -> TestDaemon {
         let dir = tempfile::tempdir().expect("tempdir");
         let base = dir.path().canonicalize().expect("canonical tempdir");
         let workspace = base.join("ws");
         std::fs::create_dir_all(&workspace).expect("workspace");
-        let mut daemon = TestDaemon {
+        let daemon = TestDaemon {
             socket: base.join("run/geminid.sock"),
             data_dir: base.join("data"),
             workspace,
@@ -68,15 +102,24 @@ impl TestDaemon {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             dir,
+            stderr_log: None,
             child: None,
         };
         std::fs::create_dir_all(daemon.home()).expect("home");
-        daemon.spawn();
         daemon
     }
 
     /// (Re)starts the daemon process on the same socket and data dir.
     pub fn spawn(&mut self) {
+        let stderr = match &self.stderr_log {
+            Some(path) => std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map(Stdio::from)
+                .expect("daemon stderr log"),
+            None => Stdio::inherit(),
+        };
         let child = Command::new(geminid_bin())
             .arg("--socket")
             .arg(&self.socket)
@@ -100,6 +143,7 @@ impl TestDaemon {
             .env_remove("OPENAI_API_KEY")
             .envs(self.env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
             .stdin(Stdio::null())
+            .stderr(stderr)
             .spawn()
             .expect("spawn geminid");
         self.child = Some(child);
@@ -125,10 +169,19 @@ impl TestDaemon {
     }
 
     /// kill -9, no chance to clean up.
+    ///
+    /// Returns once the killed daemon's socket refuses connections: right
+    /// after a kill (seen under load, about 1 kill in 20 with shell calls
+    /// running) the kernel can still accept connections on it for a moment
+    /// and then reset them, which would fool the next `spawn`.
     pub fn kill9(&mut self) {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
+            let deadline = Instant::now() + Duration::from_secs(10);
+            while StdUnixStream::connect(&self.socket).is_ok() && Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(2));
+            }
         }
     }
 
@@ -350,3 +403,5 @@ pub async fn call_and_wait(
         .await
         .expect("tool.call")
 }
+
+pub mod load;

@@ -11,13 +11,14 @@ use rmcp::model::{
     Implementation, ProgressNotificationParam, ProgressToken, ProtocolVersion,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::sse;
+use super::stdio::ChildTransport;
 use crate::discovery::settings::Transport;
 use crate::tools::OutputSink;
 
@@ -41,16 +42,26 @@ pub enum ConnectError {
     Timeout(Duration),
 }
 
+/// A call's progress goes out at most this often; what arrives in between
+/// is batched into one output delta.
+const PROGRESS_EVERY: Duration = Duration::from_millis(100);
+/// How much progress text one batch keeps (the newest lines; older ones
+/// are counted as skipped).
+const PROGRESS_KEEP_BYTES: usize = 16 * 1024;
+
 /// What a connection's handler shares with the rest of the daemon.
 #[derive(Default)]
 pub struct Hooks {
     /// Progress tokens of calls in flight, and where their progress goes.
-    progress: Mutex<HashMap<String, OutputSink>>,
+    progress: Mutex<HashMap<String, Arc<Progress>>>,
     /// Fired on `notifications/tools/list_changed` (and prompts).
     pub lists_changed: Notify,
     /// Answer `elicitation/create` with each property's default (the probe)
     /// instead of declining (the daemon has nobody to ask).
     pub accept_elicitation: bool,
+    /// The last line a stdio server wrote that is not JSON (what was wrong
+    /// with it); calls in flight watch it (see `stdio.rs`).
+    pub invalid_json: tokio::sync::watch::Sender<Option<String>>,
 }
 
 impl Hooks {
@@ -62,20 +73,107 @@ impl Hooks {
         }
     }
 
+    /// A stdio server wrote a line that is not JSON.
+    pub fn report_invalid_json(&self, problem: String) {
+        tracing::warn!(%problem, "an MCP server wrote a line that is not JSON");
+        self.invalid_json.send_replace(Some(problem));
+    }
+
     pub fn watch_progress(&self, token: &ProgressToken, sink: OutputSink) -> ProgressGuard<'_> {
         let key = token_key(token);
+        let progress = Arc::new(Progress {
+            sink,
+            pending: Mutex::new(Pending::default()),
+        });
         self.progress
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(key.clone(), sink);
-        ProgressGuard { hooks: self, key }
+            .insert(key.clone(), progress.clone());
+        ProgressGuard {
+            hooks: self,
+            key,
+            progress,
+        }
     }
 }
 
-/// Stops routing a call's progress when the call is over.
+/// One call's progress on its way to the call's output. A server may send
+/// thousands of notifications a second; each would be an event in the
+/// session's log, so they go out in batches, at most one per
+/// [`PROGRESS_EVERY`], of at most [`PROGRESS_KEEP_BYTES`].
+pub struct Progress {
+    sink: OutputSink,
+    pending: Mutex<Pending>,
+}
+
+#[derive(Default)]
+struct Pending {
+    lines: std::collections::VecDeque<String>,
+    bytes: usize,
+    skipped: u64,
+    last_sent: Option<tokio::time::Instant>,
+    flush_scheduled: bool,
+}
+
+impl Progress {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn push(self: &Arc<Self>, line: String) {
+        let mut p = self.lock();
+        p.bytes += line.len();
+        p.lines.push_back(line);
+        while p.bytes > PROGRESS_KEEP_BYTES && p.lines.len() > 1 {
+            if let Some(old) = p.lines.pop_front() {
+                p.bytes -= old.len();
+                p.skipped += 1;
+            }
+        }
+        if p.flush_scheduled {
+            return;
+        }
+        let now = tokio::time::Instant::now();
+        match p.last_sent {
+            Some(at) if now < at + PROGRESS_EVERY => {
+                p.flush_scheduled = true;
+                let this = self.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep_until(at + PROGRESS_EVERY).await;
+                    this.flush(&mut this.lock());
+                });
+            }
+            Some(_) | None => self.flush(&mut p),
+        }
+    }
+
+    /// Sends what is pending (under the lock, so batches stay in order).
+    fn flush(&self, p: &mut Pending) {
+        p.flush_scheduled = false;
+        if p.lines.is_empty() {
+            return;
+        }
+        let mut text = String::with_capacity(p.bytes + 64);
+        if p.skipped > 0 {
+            text.push_str(&format!(
+                "[... {} progress updates skipped ...]\n",
+                p.skipped
+            ));
+        }
+        text.extend(p.lines.drain(..));
+        p.bytes = 0;
+        p.skipped = 0;
+        p.last_sent = Some(tokio::time::Instant::now());
+        self.sink.send(text);
+    }
+}
+
+/// Stops routing a call's progress when the call is over, after sending
+/// what is still pending.
 pub struct ProgressGuard<'a> {
     hooks: &'a Hooks,
     key: String,
+    progress: Arc<Progress>,
 }
 
 impl Drop for ProgressGuard<'_> {
@@ -85,6 +183,7 @@ impl Drop for ProgressGuard<'_> {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .remove(&self.key);
+        self.progress.flush(&mut self.progress.lock());
     }
 }
 
@@ -102,14 +201,14 @@ impl ClientHandler for Handler {
         params: ProgressNotificationParam,
         _context: NotificationContext<RoleClient>,
     ) {
-        let sink = self
+        let progress = self
             .0
             .progress
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(&token_key(&params.progress_token))
             .cloned();
-        if let Some(sink) = sink {
+        if let Some(progress) = progress {
             let amount = match params.total {
                 Some(total) => format!("{}/{}", params.progress, total),
                 None => params.progress.to_string(),
@@ -118,7 +217,7 @@ impl ClientHandler for Handler {
                 Some(message) => format!("[{amount}] {message}\n"),
                 None => format!("[{amount}]\n"),
             };
-            sink.send(line);
+            progress.push(line);
         }
     }
 
@@ -235,20 +334,25 @@ async fn connect_inner(
             cwd,
         } => {
             let mut cmd = tokio::process::Command::new(command);
-            cmd.args(args).envs(env).process_group(0).kill_on_drop(true);
+            cmd.args(args)
+                .envs(env)
+                .process_group(0)
+                .kill_on_drop(true)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null());
             if let Some(cwd) = cwd {
                 cmd.current_dir(cwd);
             }
-            let (child, _) = TokioChildProcess::builder(cmd)
-                .stderr(Stdio::null())
-                .spawn()
-                .map_err(|source| ConnectError::Spawn {
-                    command: command.clone(),
-                    source,
-                })?;
+            let spawn_error = |source| ConnectError::Spawn {
+                command: command.clone(),
+                source,
+            };
+            let child = cmd.spawn().map_err(spawn_error)?;
             // The group exists from the spawn on; guard it before the
             // handshake so a failed handshake leaves nothing running.
             let group = child.id().map(ProcessGroup);
+            let child = ChildTransport::new(child, handler.0.clone()).map_err(spawn_error)?;
             let service = handler.serve(child).await.map_err(init)?;
             Ok(Connection { service, group })
         }
@@ -280,5 +384,45 @@ async fn connect_inner(
                 group: None,
             })
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_progress_flood_is_batched_and_the_rest_flushed_at_the_end() {
+        let sent = Arc::new(Mutex::new(Vec::<String>::new()));
+        let hooks = Hooks::default();
+        let sink = {
+            let sent = sent.clone();
+            OutputSink::new(move |text| sent.lock().unwrap().push(text))
+        };
+        let token = ProgressToken(rmcp::model::NumberOrString::Number(7));
+        let guard = hooks.watch_progress(&token, sink);
+        let progress = hooks.progress.lock().unwrap().get("7").cloned().unwrap();
+        for i in 0..2000 {
+            progress.push(format!("[{i}/2000] {}\n", "x".repeat(80)));
+        }
+        drop(guard);
+        tokio::time::sleep(PROGRESS_EVERY * 2).await;
+        let sent = sent.lock().unwrap();
+        // The first line at once, everything else in one batch when the
+        // call ended (the scheduled flush then finds nothing).
+        assert_eq!(
+            sent.len(),
+            2,
+            "{:?}",
+            sent.iter().map(String::len).collect::<Vec<_>>()
+        );
+        assert!(sent[0].starts_with("[0/2000]"), "{}", sent[0]);
+        assert!(sent[1].starts_with("[... "), "{}", &sent[1][..40]);
+        assert!(sent[1].ends_with(&format!("[1999/2000] {}\n", "x".repeat(80))));
+        assert!(
+            sent[1].len() <= PROGRESS_KEEP_BYTES + 64,
+            "{}",
+            sent[1].len()
+        );
     }
 }

@@ -14,6 +14,7 @@ pub mod listing;
 pub mod probe;
 pub mod server;
 pub mod sse;
+pub mod stdio;
 pub mod tool;
 
 use std::collections::{BTreeMap, BTreeSet};

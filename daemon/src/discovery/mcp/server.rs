@@ -225,7 +225,7 @@ impl Server {
         self.attempt_done();
         let (restart, reason, over) = loop {
             tokio::select! {
-                _ = &mut ended => break (false, "the server closed the connection", true),
+                _ = &mut ended => break (false, "the server closed the connection (it exited or closed its output)", true),
                 () = self.hooks.lists_changed.notified() => {
                     if self.refresh(&peer).await.is_ok() {
                         events.tools_changed();
@@ -281,6 +281,24 @@ impl Server {
         )
     }
 
+    /// The connection ended while `display` was running.
+    fn ended(&self, display: &str) -> ToolError {
+        let s = self.lock();
+        let why = match (s.status, s.message.as_deref()) {
+            (Status::Connected, _) | (_, None) => {
+                "the server closed the connection (it exited or closed its output)"
+            }
+            (_, Some(message)) => message,
+        };
+        ToolError::new(
+            ToolErrorKind::Unavailable,
+            format!(
+                "MCP server {} went away while {display} was running: {why}",
+                self.name()
+            ),
+        )
+    }
+
     /// Calls `tool` with the configured timeout. Cancellation and timeout
     /// tell the server (`notifications/cancelled`); progress goes to `output`.
     pub async fn call(
@@ -299,6 +317,9 @@ impl Server {
             Value::Object(map) => map,
             _ => serde_json::Map::new(),
         };
+        // Lines that are not JSON from here on fail this call (its answer
+        // may be one of them; it cannot be told apart).
+        let mut invalid = self.hooks.invalid_json.subscribe();
         let request = ClientRequest::CallToolRequest(Request::new(
             CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments),
         ));
@@ -322,7 +343,15 @@ impl Server {
                     format!("MCP tool {display} timed out after {} ms", timeout.as_millis()),
                 ));
             }
-            () = gone.cancelled() => return Err(self.unavailable()),
+            () = gone.cancelled() => return Err(self.ended(display)),
+            Ok(()) = invalid.changed() => {
+                let problem = invalid.borrow().clone().unwrap_or_default();
+                tell_cancelled(&peer, id, "the server wrote invalid JSON").await;
+                return Err(ToolError::execution(format!(
+                    "MCP server {} wrote invalid JSON while {display} was running: {problem}",
+                    self.name()
+                )));
+            }
         };
         match answer {
             Ok(ServerResult::CallToolResult(result)) => {
@@ -336,7 +365,7 @@ impl Server {
             ))),
             Err(ServiceError::McpError(e)) => Err(ToolError::execution(e.message.to_string())),
             Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
-                Err(self.unavailable())
+                Err(self.ended(display))
             }
             Err(e) => Err(ToolError::execution(e.to_string())),
         }
