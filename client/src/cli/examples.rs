@@ -106,6 +106,11 @@ Examples:
   gemctl completions zsh > ~/.zfunc/_gemctl     # with fpath+=(~/.zfunc) before compinit
   gemctl completions fish > ~/.config/fish/completions/gemctl.fish";
 
+pub const ACP: &str = "\
+Examples:
+  gemctl acp                # run by the editor, speaking ACP on stdin/stdout
+  Zed settings.json: \"agent_servers\": {\"geminid\": {\"command\": \"gemctl\", \"args\": [\"acp\"]}}";
+
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;
@@ -145,8 +150,3 @@ mod tests {
         assert!(script.contains("chat") && script.contains("--thoughts"));
     }
 }
-
-pub const ACP: &str = "\
-Examples:
-  gemctl acp                # run by the editor, speaking ACP on stdin/stdout
-  Zed settings.json: \"agent_servers\": {\"geminid\": {\"command\": \"gemctl\", \"args\": [\"acp\"]}}";
