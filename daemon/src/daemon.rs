@@ -131,9 +131,10 @@ impl Daemon {
     }
 
     /// Why the data directory cannot take writes now, if it cannot: a
-    /// read-only or full file system, or a failed trial write.
+    /// read-only or full file system, or a store write that failed and
+    /// waits to be retried. Cheap (one `statvfs`): `daemon.status` is a
+    /// health check clients may call often.
     pub fn store_problem(&self) -> Option<String> {
-        use std::io::Write;
         let dir = &self.config.data_dir;
         match rustix::fs::statvfs(dir) {
             Ok(st) if st.f_flag.contains(rustix::fs::StatVfsMountFlags::RDONLY) => {
@@ -156,12 +157,12 @@ impl Daemon {
                 ));
             }
         }
-        let probe = dir.join(".geminid-write-probe");
-        let written = std::fs::File::create(&probe).and_then(|mut f| f.write_all(&[0u8; 4096]));
-        let _ = std::fs::remove_file(&probe);
-        written
-            .err()
-            .map(|e| format!("cannot write to the data directory {}: {e}", dir.display()))
+        self.sessions.store().is_broken().then(|| {
+            format!(
+                "a write to the session store in {} failed; it is retried every second",
+                dir.display()
+            )
+        })
     }
 
     pub fn connection_opened(&self) {

@@ -282,9 +282,19 @@ impl ToolInvocation for ReadFileInvocation {
         cancel: CancellationToken,
         _output: OutputSink,
     ) -> Result<ToolResult, ToolError> {
+        // A small file reads in microseconds (page cache): cheaper inline
+        // than the two thread hops of the blocking pool.
+        let small =
+            std::fs::metadata(&self.path).is_ok_and(|m| m.is_file() && m.len() <= INLINE_READ_MAX);
+        if small && !cancel.is_cancelled() {
+            return self.run();
+        }
         common::blocking(&cancel, move || self.run()).await
     }
 }
+
+/// Files up to this size are read on the async worker.
+const INLINE_READ_MAX: u64 = 64 * 1024;
 
 #[cfg(test)]
 #[path = "read_file_tests.rs"]
