@@ -49,6 +49,16 @@ impl Turns {
         }
     }
 
+    async fn yolo(&self) {
+        self.c
+            .set_approval_mode(
+                self.session.clone(),
+                geminid_protocol::session::ApprovalMode::Yolo,
+            )
+            .await
+            .unwrap();
+    }
+
     async fn subscribe(&self) -> Subscription<SessionEvent> {
         self.c
             .subscribe_session(self.session.clone(), None)
@@ -336,12 +346,7 @@ async fn cancel_while_calls_run_gives_every_call_a_response() {
         None,
     )
     .await;
-    t.c.set_approval_mode(
-        t.session.clone(),
-        geminid_protocol::session::ApprovalMode::Yolo,
-    )
-    .await
-    .unwrap();
+    t.yolo().await;
     let mut sub = t.subscribe().await;
     let turn = t.prompt("sleep").await;
     collect_until(
@@ -606,12 +611,7 @@ async fn a_turn_cut_by_kill_9_is_interrupted_and_the_queue_goes_on() {
         gemini::answer(&["second prompt answered"]),
     ])
     .await;
-    t.c.set_approval_mode(
-        t.session.clone(),
-        geminid_protocol::session::ApprovalMode::Yolo,
-    )
-    .await
-    .unwrap();
+    t.yolo().await;
     let mut sub = t.subscribe().await;
     let first = t.prompt("sleep").await;
     let queued = t.prompt("then this").await;
