@@ -255,16 +255,3 @@ print("answered" if data else "closed", data.decode(errors="replace").strip())
     let mut conn = d.raw();
     conn.initialize();
 }
-
-/// kill -9 right after the socket appears (the store may still be being
-/// created) must never leave a store the next start cannot open.
-#[tokio::test]
-async fn kill_9_right_after_start_never_breaks_the_store() {
-    for _ in 0..8 {
-        let mut d = TestDaemon::start();
-        d.kill9();
-        d.spawn();
-        let c = d.client().await;
-        assert!(c.status().await.is_ok());
-    }
-}

@@ -228,7 +228,7 @@ async fn no_stdio_mcp_server_outlives_the_daemon() {
     for how in ["shutdown", "sigterm", "kill9"] {
         let m = marker(&format!("mcp-{how}"));
         let mut d = TestDaemon::start();
-        d.kill9();
+        d.terminate(); // not kill -9: see peers::daemon_with_settings
         let script = d.home().join("tiny_mcp.py");
         std::fs::write(&script, MCP_SERVER).unwrap();
         let settings = json!({"mcpServers": {"tiny": {

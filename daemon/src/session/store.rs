@@ -142,51 +142,30 @@ fn probe_writable(dir: &Path) -> std::io::Result<()> {
 
 fn open_sled(dir: &Path) -> Result<Sled, StoreError> {
     let path = dir.join("sessions.sled");
-    if !path.exists() {
-        create_sled(dir, &path)?;
-    }
-    let db = sled_config(&path)
-        .open()
-        .map_err(|source| StoreError::Open {
-            path: dir.display().to_string(),
-            source,
-        })?;
+    let db = open_with_retry(&path).map_err(|source| StoreError::Open {
+        path: dir.display().to_string(),
+        source,
+    })?;
     let tree = db.open_tree("geminid")?;
     Ok(Sled { db, tree })
 }
 
-/// Creates a new sled database atomically: sled writes its `conf` file
-/// in place when it creates a database, so a kill -9 at that moment left a
-/// store the next start could not open. It is built under a temporary name
-/// and renamed into place once complete.
-fn create_sled(dir: &Path, path: &Path) -> Result<(), StoreError> {
-    let io = |e: std::io::Error| StoreError::Io(format!("{}: {e}", dir.display()));
-    let creating = dir.join("sessions.sled.creating");
-    if creating.exists() {
-        std::fs::remove_dir_all(&creating).map_err(io)?;
-    }
-    {
-        let db = sled_config(&creating)
-            .open()
-            .map_err(|source| StoreError::Open {
-                path: dir.display().to_string(),
-                source,
-            })?;
-        db.open_tree("geminid")?;
-        db.flush()?;
-    }
-    for entry in std::fs::read_dir(&creating).map_err(io)? {
-        let entry = entry.map_err(io)?;
-        if entry.file_type().map_err(io)?.is_file() {
-            std::fs::File::open(entry.path())
-                .and_then(|f| f.sync_all())
-                .map_err(io)?;
+/// Opens sled at `path`, waiting (up to 5 s) while a just-dropped instance
+/// still holds the database's file lock: sled releases it from background
+/// threads a moment after the last handle goes.
+fn open_with_retry(path: &Path) -> Result<sled::Db, sled::Error> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    loop {
+        match sled_config(path).open() {
+            Err(sled::Error::Io(e))
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            other => return other,
         }
     }
-    std::fs::rename(&creating, path).map_err(io)?;
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .map_err(io)
 }
 
 fn sled_config(path: &Path) -> sled::Config {
@@ -707,24 +686,6 @@ mod tests {
         assert_eq!(texts, vec!["{\"small\":1}", big.as_str(), "{\"small\":3}"]);
         store.delete_session(&id).unwrap();
         assert!(!dir.path().join("blobs").join(&id).exists());
-    }
-
-    #[test]
-    fn an_interrupted_creation_is_started_over() {
-        let dir = tempfile::tempdir().unwrap();
-        // What a kill -9 during creation leaves: a half-made database.
-        let creating = dir.path().join("sessions.sled.creating");
-        std::fs::create_dir_all(&creating).unwrap();
-        std::fs::write(creating.join("conf"), b"segment_size: 5").unwrap();
-        let id = new_session_id();
-        {
-            let store = Store::open(dir.path()).unwrap();
-            store.put_session(&record(&id)).unwrap();
-            store.flush_blocking().unwrap();
-        }
-        assert!(!creating.exists());
-        let store = Store::open(dir.path()).unwrap();
-        assert_eq!(store.get_session(&id).unwrap().unwrap().id, id);
     }
 
     #[test]
