@@ -103,6 +103,11 @@ async fn exit_statuses_say_how_the_turn_ended() {
     let (code, _, err) = run(&d, &["prompt", "fail"]);
     assert_eq!(code, 5, "{err}");
     assert!(err.contains("HTTP 500"), "{err}");
+    // No model configured: a model error too.
+    let bare = TestDaemon::start();
+    let (code, _, err) = run(&bare, &["prompt", "hi"]);
+    assert_eq!(code, 5, "{err}");
+    assert!(err.contains("GEMINI_API_KEY"), "{err}");
     // Unreachable daemon.
     let out = std::process::Command::new(gemctl_bin())
         .args(["--socket", "/nonexistent/geminid.sock", "prompt", "hi"])

@@ -69,7 +69,18 @@ pub async fn prompt(ctx: &Ctx, args: PromptArgs) -> Outcome {
                 .await?,
         )
     };
-    let accepted = client.prompt(session_id.clone(), text).await?;
+    let accepted = client
+        .prompt(session_id.clone(), text)
+        .await
+        .map_err(|e| match &e {
+            // No usable model: a model error, not a generic failure.
+            jsonrpsee::core::ClientError::Call(err)
+                if err.code() == geminid_protocol::error::MODEL_NOT_CONFIGURED =>
+            {
+                Failure::new(exit::MODEL, err.message().to_owned())
+            }
+            _ => Failure::from(e),
+        })?;
     let turn_id = accepted.turn_id;
     let Some(events) = events.as_mut() else {
         if args.format == OutputFormat::Text {
