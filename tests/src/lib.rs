@@ -339,6 +339,20 @@ pub async fn wait_state(
     .await
 }
 
+/// Creates a yolo session (nothing asks) rooted at `workspace`.
+pub async fn yolo_session(client: &Client, workspace: &Path) -> String {
+    client
+        .create_session(
+            workspace.display().to_string(),
+            Some(geminid_protocol::session::ApprovalMode::Yolo),
+            None,
+            None,
+        )
+        .await
+        .expect("session.create")
+        .session_id
+}
+
 /// Creates a session rooted at the daemon's workspace.
 pub async fn new_session(client: &Client, workspace: &Path) -> String {
     client

@@ -7,7 +7,6 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use geminid_protocol::session::ApprovalMode;
 use geminid_protocol::tool::CallState;
 use geminid_tests::*;
 use serde_json::json;
@@ -17,18 +16,6 @@ use serde_json::json;
 fn content(c: char, lines: usize) -> String {
     let line: String = std::iter::repeat_n(c, 8 * 1024).collect();
     format!("{line}\n").repeat(lines)
-}
-
-async fn yolo(d: &TestDaemon, c: &Client) -> String {
-    c.create_session(
-        d.workspace.display().to_string(),
-        Some(ApprovalMode::Yolo),
-        None,
-        None,
-    )
-    .await
-    .unwrap()
-    .session_id
 }
 
 /// Names of temp files of ours anywhere under the workspace.
@@ -62,7 +49,7 @@ async fn a_write_killed_midway_leaves_old_or_new_content_whole() {
     // spread around it, so some land before, some during, some after.
     let took = {
         let c = d.client().await;
-        let sid = yolo(&d, &c).await;
+        let sid = yolo_session(&c, &d.workspace).await;
         let measure = d.workspace.join("sub/measure.txt");
         let args = json!({"file_path": measure.display().to_string(), "content": new});
         let t0 = std::time::Instant::now();
@@ -76,7 +63,7 @@ async fn a_write_killed_midway_leaves_old_or_new_content_whole() {
     for (round, delay) in fractions.map(|f| took.mul_f64(f)).into_iter().enumerate() {
         std::fs::write(&target, &old).unwrap();
         let c = d.client().await;
-        let sid = yolo(&d, &c).await;
+        let sid = yolo_session(&c, &d.workspace).await;
         let mut raw = d.raw();
         raw.initialize();
         let call = json!({"jsonrpc": "2.0", "id": 99, "method": "tool.call", "params": {
@@ -106,7 +93,7 @@ async fn a_write_killed_midway_leaves_old_or_new_content_whole() {
 
     // Whatever an interrupted write left behind is invisible to the tools.
     let c = d.client().await;
-    let sid = yolo(&d, &c).await;
+    let sid = yolo_session(&c, &d.workspace).await;
     let ws = d.workspace.display().to_string();
     let looks = [
         ("list_directory", json!({"path": format!("{ws}/sub")})),
@@ -132,7 +119,7 @@ async fn a_write_killed_midway_leaves_old_or_new_content_whole() {
 async fn rewrites_keep_the_mode_and_leave_no_temp_file() {
     let d = TestDaemon::start();
     let c = d.client().await;
-    let sid = yolo(&d, &c).await;
+    let sid = yolo_session(&c, &d.workspace).await;
     let path = d.workspace.join("script.sh");
     std::fs::write(&path, "echo one\n").unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o750)).unwrap();

@@ -9,7 +9,6 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use geminid_protocol::session::ApprovalMode;
 use geminid_protocol::tool::{CallState, ConfirmationOutcome};
 use geminid_tests::*;
 use serde_json::json;
@@ -75,18 +74,6 @@ async fn none_left(m: &str, secs: u64) {
     wait_for(m, secs, "processes survived", <[String]>::is_empty).await;
 }
 
-async fn yolo(d: &TestDaemon, c: &Client) -> String {
-    c.create_session(
-        d.workspace.display().to_string(),
-        Some(ApprovalMode::Yolo),
-        None,
-        None,
-    )
-    .await
-    .unwrap()
-    .session_id
-}
-
 async fn start_tree(c: &Client, sid: &str, m: &str) -> String {
     let started = c
         .call_tool(
@@ -105,7 +92,7 @@ async fn start_tree(c: &Client, sid: &str, m: &str) -> String {
 async fn cancel_timeout_and_disconnect_leave_no_process() {
     let d = TestDaemon::start_with_env(&[("GEMINID_SHELL_TIMEOUT", TIMEOUT_S)]);
     let c = d.client().await;
-    let sid = yolo(&d, &c).await;
+    let sid = yolo_session(&c, &d.workspace).await;
 
     // session.cancel while everything runs
     let m = marker("cancel");
@@ -176,7 +163,7 @@ async fn daemon_stop_ends_every_process_it_started() {
     for how in ["shutdown", "sigterm"] {
         let mut d = TestDaemon::start();
         let c = d.client().await;
-        let sid = yolo(&d, &c).await;
+        let sid = yolo_session(&c, &d.workspace).await;
         let left = marker(&format!("{how}-left"));
         let done = call_and_wait(
             &c,

@@ -117,7 +117,7 @@ async fn exit_statuses_say_how_the_turn_ended() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn detach_returns_at_once_and_attach_shows_the_turn() {
+async fn detach_prints_the_turn_which_then_finishes_alone() {
     let (_fake, d) = setup(vec![gemini::answer(&["done in the background"])]).await;
     let c = d.client().await;
     let session = new_session(&c, &d.workspace).await;

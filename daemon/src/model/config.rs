@@ -134,35 +134,24 @@ impl ModelConfig {
     }
 }
 
-/// Reads an environment variable (a closure, so tests can set their own).
-pub type Env = Box<dyn Fn(&str) -> Option<String> + Send + Sync>;
-
 /// The daemon's current model: the configuration is resolved again when
 /// the settings file changes; the client is rebuilt only when it changed.
 pub struct ModelSlot {
     settings_file: PathBuf,
-    env: Env,
     http: reqwest::Client,
-    current: Mutex<Cached>,
+    current: Mutex<Option<Cached>>,
 }
 
-#[derive(Default)]
+/// The model built for the settings file as it was at `stamp`.
 struct Cached {
-    stamp: Option<Option<SystemTime>>,
-    config: Option<ModelConfig>,
-    model: Option<Arc<dyn Model>>,
+    stamp: Option<SystemTime>,
+    config: ModelConfig,
+    model: Arc<dyn Model>,
 }
 
 impl ModelSlot {
     /// A slot reading `settings_file` and the process environment.
     pub fn new(settings_file: &Path) -> Self {
-        Self::with_env(
-            settings_file,
-            Box::new(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty())),
-        )
-    }
-
-    pub fn with_env(settings_file: &Path, env: Env) -> Self {
         let http = reqwest::Client::builder()
             .connect_timeout(std::time::Duration::from_secs(15))
             .tcp_nodelay(true)
@@ -173,9 +162,8 @@ impl ModelSlot {
             .unwrap_or_default();
         ModelSlot {
             settings_file: settings_file.to_path_buf(),
-            env,
             http,
-            current: Mutex::new(Cached::default()),
+            current: Mutex::new(None),
         }
     }
 
@@ -197,26 +185,31 @@ impl ModelSlot {
         let stamp = std::fs::metadata(&self.settings_file)
             .and_then(|m| m.modified())
             .ok();
-        let mut cached = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        if cached.stamp != Some(stamp) || cached.config.is_none() {
-            let settings = read_settings(&self.settings_file);
-            let config = ModelConfig::resolve(&*self.env, &settings);
-            if cached.config.as_ref() != Some(&config) || cached.model.is_none() {
-                cached.model = Some(config.build(self.http.clone()));
+        let mut current = self.current.lock().unwrap_or_else(|e| e.into_inner());
+        let cached = match current.take() {
+            Some(cached) if cached.stamp == stamp => cached,
+            old => {
+                let settings = read_settings(&self.settings_file);
+                let config = ModelConfig::resolve(&process_env, &settings);
+                let model = match old {
+                    Some(old) if old.config == config => old.model,
+                    _ => config.build(self.http.clone()),
+                };
+                Cached {
+                    stamp,
+                    config,
+                    model,
+                }
             }
-            cached.config = Some(config);
-            cached.stamp = Some(stamp);
-        }
-        match (&cached.config, &cached.model) {
-            (Some(config), Some(model)) => (config.clone(), model.clone()),
-            // Both are set just above.
-            _ => {
-                let config = ModelConfig::resolve(&*self.env, &Value::Null);
-                let model = config.build(self.http.clone());
-                (config, model)
-            }
-        }
+        };
+        let now = (cached.config.clone(), cached.model.clone());
+        *current = Some(cached);
+        now
     }
+}
+
+fn process_env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
 fn read_settings(path: &Path) -> Value {

@@ -28,11 +28,6 @@ impl GeminiModel {
         }
     }
 
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
-    }
-
     /// `{base}/v1beta/models/{model}:streamGenerateContent?alt=sse`.
     pub fn endpoint(&self) -> String {
         let model = self.model.strip_prefix("models/").unwrap_or(&self.model);

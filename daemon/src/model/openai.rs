@@ -38,11 +38,6 @@ impl OpenAiModel {
         }
     }
 
-    pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
-        self.retry = retry;
-        self
-    }
-
     /// `{base}/chat/completions` (the base usually ends in `/v1`).
     pub fn endpoint(&self) -> String {
         format!("{}/chat/completions", self.base_url)
