@@ -190,6 +190,11 @@ pub async fn run(d: &TestDaemon, clients: usize, calls: usize) -> LoadReport {
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     report.rss_after_delete = vm_field(pid, "VmRSS:").unwrap_or(0);
+    // For a heap profiler or gdb: the daemon stays up this long.
+    if let Ok(secs) = std::env::var("LOAD_HOLD") {
+        eprintln!("holding daemon pid {pid} for {secs} s");
+        tokio::time::sleep(Duration::from_secs(secs.parse().unwrap_or(60))).await;
+    }
     sampling.store(false, Ordering::Relaxed);
     let _ = sampler.join();
     report.rss_peak = peak.load(Ordering::Relaxed);

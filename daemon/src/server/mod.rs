@@ -158,21 +158,46 @@ pub async fn serve(daemon: Arc<Daemon>, listening: listener::Listening) -> Resul
     Ok(())
 }
 
+/// Ticks of quiet after the last write during which the store still
+/// reclaims sled's garbage (see `Store::reclaim`).
+const RECLAIM_TICKS: u32 = 30;
+
 /// Flushes the store and cuts its write-ahead log every
-/// `CHECKPOINT_EVERY`, until cancelled.
+/// `CHECKPOINT_EVERY`, and reclaims sled's garbage while writes come and
+/// for a few seconds after, until cancelled.
 fn spawn_checkpoints(store: crate::session::Store) -> CancellationToken {
     let stop = CancellationToken::new();
     let stopped = stop.clone();
     tokio::spawn(async move {
         let mut tick = tokio::time::interval(crate::session::CHECKPOINT_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let (mut writes, mut quiet) = (store.writes(), RECLAIM_TICKS);
         loop {
             tokio::select! {
                 () = stopped.cancelled() => return,
                 _ = tick.tick() => {}
             }
+            let now = store.writes();
+            quiet = if now == writes {
+                quiet.saturating_add(1)
+            } else {
+                0
+            };
+            writes = now;
+            let reclaim = quiet < RECLAIM_TICKS;
+            let trim = quiet == 3 || quiet == RECLAIM_TICKS - 1;
             let store = store.clone();
-            match tokio::task::spawn_blocking(move || store.checkpoint()).await {
+            let work = move || {
+                let done = store.checkpoint();
+                if reclaim {
+                    store.reclaim();
+                }
+                if trim {
+                    give_back_free_memory();
+                }
+                done
+            };
+            match tokio::task::spawn_blocking(work).await {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => tracing::error!(error = %e, "checkpoint failed; will retry"),
                 Err(e) => tracing::error!(error = %e, "checkpoint task failed"),
@@ -180,6 +205,17 @@ fn spawn_checkpoints(store: crate::session::Store) -> CancellationToken {
         }
     });
     stop
+}
+
+/// Returns the allocator's free pages to the system once a burst of work
+/// is over, so that the daemon's resident size comes back near idle.
+#[allow(unsafe_code)]
+fn give_back_free_memory() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: malloc_trim only releases free memory the allocator holds.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// Refuses peers running as another user (SO_PEERCRED).
