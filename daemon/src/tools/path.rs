@@ -143,11 +143,45 @@ pub fn open_beneath(root: &Path, path: &Path, flags: OFlags) -> std::io::Result<
 /// checking that it resolves inside `root`, without a window in which a
 /// swapped symlink could redirect the open (see [`open_beneath`]).
 pub fn open_confined(root: &Path, path: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
+    if let Some(fd) = open_resolved_beneath(root, path, flags) {
+        return Ok(fd);
+    }
     let canonical = path.canonicalize()?;
     if !canonical.starts_with(root) {
         return Err(outside(&path.display().to_string()));
     }
     open_beneath(root, &canonical, flags)
+}
+
+/// The fast path of [`open_confined`]: one `openat2(RESOLVE_BENEATH |
+/// RESOLVE_NO_MAGICLINKS)` relative to the root, where the kernel resolves
+/// every component and fails anything that would leave the root, so no
+/// swap can redirect it. `None` when it cannot decide: the path is not
+/// spelled under the root, an absolute symlink (which may well point
+/// inside) or a magic link is on the way, the kernel lacks `openat2`, or
+/// the open failed for a reason the slow path reports better.
+fn open_resolved_beneath(root: &Path, path: &Path, flags: OFlags) -> Option<OwnedFd> {
+    use rustix::fs::ResolveFlags;
+    let rel = path.strip_prefix(root).ok()?;
+    let rel = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    let dir = rustix::fs::open(
+        root,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    rustix::fs::openat2(
+        &dir,
+        rel,
+        flags | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+    )
+    .ok()
 }
 
 /// Whether `path` names something inside `root` right now. A plain

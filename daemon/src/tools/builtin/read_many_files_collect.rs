@@ -279,6 +279,9 @@ fn walk_globs(plan: &Plan) -> Vec<PathBuf> {
             let Some(ft) = entry.file_type() else {
                 return WalkState::Continue;
             };
+            if !wanted(plan, entry.path()) {
+                return WalkState::Continue;
+            }
             let path = if ft.is_symlink() {
                 // Only links whose target is a file inside the workspace.
                 match entry.path().canonicalize() {
@@ -297,9 +300,7 @@ fn walk_globs(plan: &Plan) -> Vec<PathBuf> {
             } else {
                 return WalkState::Continue;
             };
-            if wanted(plan, &path)
-                && let Ok(mut v) = found.lock()
-            {
+            if let Ok(mut v) = found.lock() {
                 v.push(path);
             }
             WalkState::Continue
