@@ -185,15 +185,11 @@ fn spawn_checkpoints(store: crate::session::Store) -> CancellationToken {
             };
             writes = now;
             let reclaim = quiet < RECLAIM_TICKS;
-            let trim = quiet == 3 || quiet == RECLAIM_TICKS - 1;
             let store = store.clone();
             let work = move || {
                 let done = store.checkpoint();
                 if reclaim {
                     store.reclaim();
-                }
-                if trim {
-                    give_back_free_memory();
                 }
                 done
             };
@@ -205,17 +201,6 @@ fn spawn_checkpoints(store: crate::session::Store) -> CancellationToken {
         }
     });
     stop
-}
-
-/// Returns the allocator's free pages to the system once a burst of work
-/// is over, so that the daemon's resident size comes back near idle.
-#[allow(unsafe_code)]
-fn give_back_free_memory() {
-    #[cfg(target_env = "gnu")]
-    // SAFETY: malloc_trim only releases free memory the allocator holds.
-    unsafe {
-        libc::malloc_trim(0);
-    }
 }
 
 /// Refuses peers running as another user (SO_PEERCRED).

@@ -181,30 +181,8 @@ fn sled_config(path: &Path) -> sled::Config {
         // sled's default cache is 1 GiB; sessions are append-mostly and
         // replays read sequentially, so a small cache is enough.
         .cache_capacity(8 * 1024 * 1024)
-        .segment_size(segment_size(path))
         // Checkpoints flush; sled's own timer would only add wakeups.
         .flush_every_ms(None)
-}
-
-/// The segment size of a new store. Each segment has an IO buffer of its
-/// size, and retired buffers wait for the epoch collector (see
-/// [`Store::reclaim`]): small segments keep that garbage small.
-const NEW_SEGMENT_SIZE: usize = 512 * 1024;
-
-/// The segment size to open the store at `path` with: the one it was
-/// created with (sled refuses any other; stores made before
-/// [`NEW_SEGMENT_SIZE`] use sled's 512 KiB), or [`NEW_SEGMENT_SIZE`] for a
-/// new one.
-fn segment_size(path: &Path) -> usize {
-    // The text ends in a binary checksum.
-    std::fs::read(path.join("conf"))
-        .ok()
-        .and_then(|conf| {
-            String::from_utf8_lossy(&conf)
-                .lines()
-                .find_map(|line| line.strip_prefix("segment_size:")?.trim().parse().ok())
-        })
-        .unwrap_or(NEW_SEGMENT_SIZE)
 }
 
 impl Store {
@@ -654,25 +632,6 @@ pub fn new_session_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_store_made_with_sleds_default_segments_still_opens() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sessions.sled");
-        let old = sled::Config::new().path(&path).open().unwrap();
-        old.open_tree("geminid").unwrap().insert("k", "v").unwrap();
-        old.flush().unwrap();
-        drop(old);
-        assert_eq!(segment_size(&path), 512 * 1024);
-        let store = Store::open(dir.path()).unwrap();
-        assert_eq!(store.tree().unwrap().get("k").unwrap().unwrap(), "v");
-        let fresh = tempfile::tempdir().unwrap();
-        Store::open(fresh.path()).unwrap();
-        assert_eq!(
-            segment_size(&fresh.path().join("sessions.sled")),
-            NEW_SEGMENT_SIZE
-        );
-    }
 
     fn raw(s: &str) -> Box<RawValue> {
         RawValue::from_string(s.to_owned()).unwrap()
