@@ -324,13 +324,26 @@ impl Actor {
                 });
             })
         };
-        self.tasks.spawn(async move {
-            // A panicking tool must fail its call, not the session.
-            let outcome = AssertUnwindSafe(invocation.execute(token, output))
+        // A panicking tool must fail its call, not the session.
+        let mut run = Box::pin(async move {
+            AssertUnwindSafe(invocation.execute(token, output))
                 .catch_unwind()
                 .await
                 .unwrap_or_else(|_| Err(ToolError::execution("the tool panicked")))
-                .map_err(CallError::from);
+                .map_err(CallError::from)
+        });
+        // The first poll runs here, on the actor: a call that completes
+        // without waiting (a small read) then finishes in this same step and
+        // shares its commit, with no task and no hop to another thread.
+        // A call that has to wait goes on in its own task, which polls it
+        // again at once (re-registering its wakers: the noop one is lost).
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        if let std::task::Poll::Ready(outcome) = run.as_mut().poll(&mut cx) {
+            let _ = internal.send(Internal::Finished { call_id, outcome });
+            return;
+        }
+        self.tasks.spawn(async move {
+            let outcome = run.await;
             let _ = internal.send(Internal::Finished { call_id, outcome });
         });
     }
