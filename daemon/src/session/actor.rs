@@ -3,9 +3,10 @@
 //! spawns). No locks around session state.
 //!
 //! Every step ends with [`Actor::commit`]: the events the step produced
-//! are appended to the store in one batch and flushed, and only then
-//! broadcast and answered (persist-then-broadcast). Steps that arrive
-//! together share one flush (group commit).
+//! are logged to the store in one write (durable from then on), and only
+//! then broadcast and answered (persist-then-broadcast). Steps that arrive
+//! together share one write (group commit). After the replies have gone
+//! out, the actor applies the step to sled (`tail.rs` explains the gap).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -415,26 +416,36 @@ impl Actor {
             || !self.pending.history.is_empty()
             || !self.pending.prompts.is_empty()
             || self.pending.record.is_some();
+        let mut logged = None;
         if has_writes {
-            let append = std::mem::take(&mut self.pending);
             // One write to the write-ahead log: durable against a crash of
             // the daemon from here on (see wal.rs).
-            if let Err(e) = self.deps.store.commit(&self.record.id, &append) {
-                tracing::error!(session = %self.record.id, error = %e, "could not persist events; will retry");
-                // Nothing was emitted since the batch was taken, so putting
-                // it back keeps the order; the run loop retries soon.
-                self.pending = append;
-                self.commit_failed = true;
-                return;
-            }
+            let step = match self.deps.store.log(&self.record.id, &mut self.pending) {
+                Ok(step) => step,
+                Err(e) => {
+                    tracing::error!(session = %self.record.id, error = %e, "could not persist events; will retry");
+                    // The batch stays pending, in order; the run loop
+                    // retries soon.
+                    self.commit_failed = true;
+                    return;
+                }
+            };
             self.commit_failed = false;
-            for event in append.events {
+            for event in step.events() {
                 // No receivers is fine: nobody is subscribed.
-                let _ = self.events.send(event);
+                let _ = self.events.send(event.clone());
             }
+            logged = Some(step);
         }
         for reply in self.after_commit.drain(..) {
             reply();
+        }
+        // Answered and broadcast: sled gets the step off this path.
+        if let Some(step) = logged
+            && let Err(e) = self.deps.store.apply_later(step)
+        {
+            // Logged all the same: the next checkpoint replays it.
+            tracing::error!(session = %self.record.id, error = %e, "could not apply events to sled");
         }
     }
 

@@ -2,12 +2,14 @@
 //! loads and creates them, and the sled store behind them.
 
 mod actor;
+mod applier;
 mod blobs;
 mod driver;
 mod handle;
 mod manager;
 pub mod prompts;
 pub mod store;
+mod tail;
 pub mod turn;
 mod wal;
 

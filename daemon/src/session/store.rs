@@ -24,7 +24,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
+use super::applier::Applier;
 use super::blobs::{Blobs, INLINE_MAX};
+use super::tail::{Logged, Tail};
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -83,7 +85,7 @@ impl Published {
 }
 
 /// One append to a session's log, applied atomically.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Append {
     /// Events in seq order.
     pub events: Vec<Arc<Published>>,
@@ -125,6 +127,11 @@ pub struct Store {
     blobs: std::sync::Arc<Blobs>,
     /// Counts writes, so that idle periods can be told apart.
     writes: Arc<AtomicU64>,
+    /// Appends logged but not yet applied to sled (`tail.rs`).
+    tail: Arc<Tail>,
+    /// The thread that applies them (`applier.rs`); `None` in the store
+    /// that thread itself holds.
+    applier: Option<Arc<Applier>>,
 }
 
 /// One open sled database and our tree in it.
@@ -202,14 +209,20 @@ impl Store {
                 "replayed the write-ahead log after an unclean stop"
             );
         }
-        Ok(Store {
+        let mut store = Store {
             sled: Arc::new(RwLock::new(Some(Sled { db, tree }))),
             dir: dir.to_path_buf(),
             broken: Arc::new(AtomicBool::new(false)),
             wal: std::sync::Arc::new(wal),
             blobs: std::sync::Arc::new(blobs),
             writes: Arc::new(AtomicU64::new(0)),
-        })
+            tail: Arc::new(Tail::default()),
+            applier: None,
+        };
+        let applier = Applier::spawn(store.clone())
+            .map_err(|e| StoreError::Io(format!("cannot start the store's apply thread: {e}")))?;
+        store.applier = Some(Arc::new(applier));
+        Ok(store)
     }
 
     fn sled(&self) -> Result<Sled, StoreError> {
@@ -263,11 +276,22 @@ impl Store {
         self.broken.load(Ordering::Acquire)
     }
 
-    /// Applies `append` and logs it: once this returns, the batch survives
-    /// a crash of the daemon (see `wal.rs`). Large events go to the
-    /// session's blob file first (`blobs.rs`); sled and the log get their
-    /// markers.
+    /// Logs `append` and applies it to sled: once this returns, the batch
+    /// survives a crash of the daemon. Actors use the two halves
+    /// ([`Store::log`], then [`Store::apply_logged`] after their replies
+    /// went out); this is both in one.
     pub fn commit(&self, id: &str, append: &Append) -> Result<(), StoreError> {
+        let mut logged = self.log(id, &mut append.clone())?;
+        self.apply_logged(&mut logged)
+    }
+
+    /// Makes `append` durable: large events go to the session's blob file
+    /// (`blobs.rs`), then the batch is written to the write-ahead log in one
+    /// write, and from then on it survives a crash of the daemon and may be
+    /// broadcast. Until [`Store::apply_logged`] it is served from the tail.
+    /// The append is taken on success; on failure nothing was logged and
+    /// it is left in place.
+    pub fn log(&self, id: &str, append: &mut Append) -> Result<Logged, StoreError> {
         check_id(id)?;
         self.writes.fetch_add(1, Ordering::Relaxed);
         let mut markers = Vec::new();
@@ -282,13 +306,51 @@ impl Store {
                 .map_err(|e| StoreError::Io(format!("blob file of session {id}: {e}")))?;
             markers.push((event.seq, marker));
         }
-        if self.is_broken() {
-            self.recover()?;
+        let lease = self.wal.append(id, append, &markers)?;
+        Ok(Logged::new(
+            id,
+            std::mem::take(append),
+            markers,
+            lease,
+            &self.tail,
+            &self.broken,
+        ))
+    }
+
+    /// Hands a logged append to the apply thread (in the order of calls).
+    pub fn apply_later(&self, logged: Logged) -> Result<(), StoreError> {
+        match &self.applier {
+            Some(applier) => applier.apply(self, logged),
+            None => self.apply_logged(&mut { logged }),
         }
-        if let Err(e) = apply(&self.tree()?, id, append, &markers) {
-            return self.failed(e);
+    }
+
+    /// Waits until every append handed to [`Store::apply_later`] is in sled.
+    pub fn settle(&self) -> Result<(), StoreError> {
+        match &self.applier {
+            Some(applier) => applier.settle(),
+            None => Ok(()),
         }
-        self.wal.append(id, append, &markers)
+    }
+
+    /// Applies a logged append to sled (see [`apply`]). On failure the
+    /// store is marked broken and the append stays in the tail: apply it
+    /// again later, before anything logged after it.
+    pub fn apply_logged(&self, logged: &mut Logged) -> Result<(), StoreError> {
+        let applied = (|| {
+            if self.is_broken() {
+                self.recover()?;
+            }
+            let tree = self.tree()?;
+            apply(&tree, &logged.id, &logged.append, &logged.markers)
+        })();
+        match applied {
+            Ok(()) => {
+                logged.applied();
+                Ok(())
+            }
+            Err(e) => self.failed(e),
+        }
     }
 
     /// How many writes the store has taken since it was opened.
@@ -319,7 +381,14 @@ impl Store {
         if self.is_broken() {
             self.recover()?;
         }
-        self.wal.checkpoint(&|| self.flush_blocking())
+        self.wal.checkpoint(&|| {
+            // An append dropped before it reached sled marked the store
+            // broken: the replay puts it there before the log is cut.
+            if self.is_broken() {
+                self.recover()?;
+            }
+            self.flush_blocking()
+        })
     }
 
     pub fn put_session(&self, record: &SessionRecord) -> Result<(), StoreError> {
@@ -334,6 +403,9 @@ impl Store {
 
     pub fn get_session(&self, id: &str) -> Result<Option<SessionRecord>, StoreError> {
         check_id(id)?;
+        if let Some(record) = self.tail.record(id) {
+            return Ok(Some(record));
+        }
         match self.tree()?.get(record_key(id))? {
             Some(bytes) => decode_record(id, &bytes).map(Some),
             None => Ok(None),
@@ -341,18 +413,30 @@ impl Store {
     }
 
     pub fn list_sessions(&self) -> Result<Vec<SessionRecord>, StoreError> {
+        let mut newer: std::collections::HashMap<String, SessionRecord> = self
+            .tail
+            .records()
+            .into_iter()
+            .map(|r| (r.id.clone(), r))
+            .collect();
         let mut out = Vec::new();
         for item in self.tree()?.scan_prefix(b"s") {
             let (key, value) = item?;
             let id = String::from_utf8_lossy(&key[1..]).into_owned();
-            out.push(decode_record(&id, &value)?);
+            match newer.remove(&id) {
+                Some(record) => out.push(record),
+                None => out.push(decode_record(&id, &value)?),
+            }
         }
+        out.extend(newer.into_values());
         Ok(out)
     }
 
     /// Removes a session, its events and its open calls.
     pub fn delete_session(&self, id: &str) -> Result<(), StoreError> {
         check_id(id)?;
+        // Its last steps must not land in sled after the removal.
+        self.settle()?;
         self.writes.fetch_add(1, Ordering::Relaxed);
         let mut batch = sled::Batch::default();
         batch.remove(record_key(id));
@@ -387,6 +471,8 @@ impl Store {
         if since >= upto {
             return Ok(out);
         }
+        // The tail first: an append leaves it only once it is in sled.
+        let unapplied = self.tail.events(id, since, upto);
         for item in self
             .tree()?
             .range(event_key(id, since.saturating_add(1))..=event_key(id, upto))
@@ -406,20 +492,29 @@ impl Store {
             })?;
             out.push((seq, raw));
         }
+        if !unapplied.is_empty() {
+            for event in unapplied {
+                if let Err(at) = out.binary_search_by_key(&event.seq, |(seq, _)| *seq) {
+                    out.insert(at, (event.seq, event.json.clone()));
+                }
+            }
+        }
         Ok(out)
     }
 
     /// The seq of the session's newest event, 0 when it has none.
     pub fn last_seq(&self, id: &str) -> Result<u64, StoreError> {
         check_id(id)?;
-        Ok(self
+        let unapplied = self.tail.last_seq(id).unwrap_or(0);
+        let applied = self
             .tree()?
             .scan_prefix(prefixed(b'e', id))
             .keys()
             .next_back()
             .transpose()?
             .map(|key| seq_of(&key))
-            .unwrap_or(0))
+            .unwrap_or(0);
+        Ok(applied.max(unapplied))
     }
 
     /// Calls of the session that had not finished when last written.
@@ -481,8 +576,10 @@ impl Store {
         Ok(out)
     }
 
-    /// Makes every write so far durable.
+    /// Makes every write so far durable (they are already durable against
+    /// a crash of the daemon; this is against power loss).
     pub async fn flush(&self) -> Result<(), StoreError> {
+        self.settle()?;
         let db = self.sled()?.db;
         match db.flush_async().await {
             Ok(_) => Ok(()),
@@ -501,14 +598,14 @@ impl Store {
 
 /// One append, key by key. Not a sled batch: each batch costs a log write
 /// on sled's IO threads (about 280 µs of CPU and 20 context switches per
-/// tool call), while the write-ahead log line written after this is what
-/// makes the append atomic (replay applies it whole). What sled may hold
-/// without the log line is a prefix of these writes (a checkpoint flush
-/// ran while they were made, then the daemon died), and no client saw any
-/// of it. So the order makes every prefix safe: calls and prompts are
-/// marked open before their events are written, and unmarked only after
-/// them, so a restart never finds a call "executing" that it does not know
-/// to interrupt. Events stored out of line (in `markers`) get their marker.
+/// tool call), while the write-ahead log line, written before this, is
+/// what makes the append atomic: its segment is not cut until this has
+/// run to the end (the lease), and replay applies the line whole. So sled
+/// holds a prefix of these writes only while the line is still in the log.
+/// The order keeps even such a prefix sensible on its own: calls and
+/// prompts are marked open before their events are written, and unmarked
+/// only after them. Events stored out of line (in `markers`) get their
+/// marker.
 fn apply(
     tree: &sled::Tree,
     id: &str,
@@ -526,8 +623,24 @@ fn apply(
         key.extend_from_slice(turn_id.as_bytes());
         key
     };
+    // A call opened and closed in the same append (a quick call) never
+    // needs its marker: no prefix of this append leaves it executing.
+    let closed = |call_id: &str| {
+        append
+            .open_calls
+            .iter()
+            .any(|(id, open)| id == call_id && open.is_none())
+    };
+    let opened = |call_id: &str| {
+        append
+            .open_calls
+            .iter()
+            .any(|(id, open)| id == call_id && open.is_some())
+    };
     for (call_id, open) in &append.open_calls {
-        if let Some(saved) = open {
+        if let Some(saved) = open
+            && !closed(call_id)
+        {
             tree.insert(open_call_key(call_id), saved.as_slice())?;
         }
     }
@@ -566,7 +679,7 @@ fn apply(
         tree.insert(event_key(id, seq), value)?;
     }
     for (call_id, open) in &append.open_calls {
-        if open.is_none() {
+        if open.is_none() && !opened(call_id) {
             tree.remove(open_call_key(call_id))?;
         }
     }

@@ -3,12 +3,14 @@
 //!
 //! sled keeps recent writes in its own buffers until a flush, and a flush
 //! (fsync, sled's IO thread pool) costs far more than a tool call should.
-//! So a commit is: apply the batch to sled (in memory), append the same
-//! batch to this log (one write: the bytes are in the kernel and survive
-//! kill -9), then broadcast. A background task flushes sled every
-//! [`CHECKPOINT_EVERY`] and deletes the log segments the flush covered.
-//! At start-up, leftover segments are replayed into sled (appends are
-//! idempotent: the same keys get the same values) before anything else.
+//! So a commit is: append the batch to this log (one write: the bytes are
+//! in the kernel and survive kill -9), broadcast and answer, then apply the
+//! batch to sled (in memory; `tail.rs` serves reads in between). A
+//! background task flushes sled every [`CHECKPOINT_EVERY`] and deletes the
+//! log segments the flush covered, once every batch in them is applied
+//! (each holds a [`Lease`] on its segment until then). At start-up,
+//! leftover segments are replayed into sled (appends are idempotent: the
+//! same keys get the same values) before anything else.
 //!
 //! Against power loss, what was written in the last checkpoint interval
 //! may be lost (the log is not fsynced per commit).
@@ -16,8 +18,9 @@
 use std::fs::{File, OpenOptions};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
-use std::time::Duration;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
@@ -26,6 +29,30 @@ use super::store::{Append, Published, SessionRecord, StoreError};
 
 /// How often sled is flushed and the log cut.
 pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
+/// How long a checkpoint waits for the appends of the segment it cuts to
+/// reach sled (normally microseconds: actors apply right after replying).
+const APPLY_WAIT: Duration = Duration::from_secs(2);
+
+/// A hold on the segment an append was logged to: the segment is not cut
+/// until the append is in sled and the lease dropped.
+#[derive(Debug)]
+pub struct Lease(Option<Arc<AtomicUsize>>);
+
+impl Lease {
+    /// A lease on no segment, for tests of what holds one.
+    #[cfg(test)]
+    pub fn detached() -> Lease {
+        Lease(None)
+    }
+}
+
+impl Drop for Lease {
+    fn drop(&mut self) {
+        if let Some(count) = &self.0 {
+            count.fetch_sub(1, Ordering::AcqRel);
+        }
+    }
+}
 
 /// How replay applies a logged batch: the session, the batch, and the
 /// `(seq, marker)` of events stored out of line.
@@ -70,6 +97,8 @@ struct Segment {
     number: u64,
     /// Bytes written to this segment.
     len: u64,
+    /// Appends logged here and not yet applied to sled.
+    unapplied: Arc<AtomicUsize>,
 }
 
 /// The log: numbered segments `wal.<n>` in the store's directory.
@@ -109,7 +138,8 @@ impl Wal {
         ))
     }
 
-    /// Appends one session's batch with a single write.
+    /// Appends one session's batch with a single write, and returns the
+    /// lease that keeps the segment until the batch is applied to sled.
     /// Events whose seq is in `markers` are logged as their blob marker
     /// (the blob itself is already written).
     pub fn append(
@@ -117,7 +147,7 @@ impl Wal {
         session: &str,
         append: &Append,
         markers: &[(u64, Vec<u8>)],
-    ) -> Result<(), StoreError> {
+    ) -> Result<Lease, StoreError> {
         let line = LineOut {
             s: session,
             e: append
@@ -143,7 +173,8 @@ impl Wal {
             return Err(StoreError::Io(format!("write-ahead log: {e}")));
         }
         segment.len += bytes.len() as u64;
-        Ok(())
+        segment.unapplied.fetch_add(1, Ordering::AcqRel);
+        Ok(Lease(Some(segment.unapplied.clone())))
     }
 
     /// Replays every segment (the current one included) through `apply`
@@ -172,8 +203,10 @@ impl Wal {
 
     /// Makes everything logged so far durable in sled and deletes the log
     /// it no longer needs. Safe to run while sessions keep appending: the
-    /// segment is swapped first, and every batch in the old segment was
-    /// applied to sled before it was logged.
+    /// segment is swapped first, then the checkpoint waits until every batch
+    /// logged to the old one is applied to sled, then flushes. When that
+    /// takes too long (the store is failing), the old segment stays on disk
+    /// and is replayed by the next recovery or start.
     pub fn checkpoint(&self, flush: &dyn Fn() -> Result<(), StoreError>) -> Result<(), StoreError> {
         let old = {
             let mut segment = self.current.lock().unwrap_or_else(|e| e.into_inner());
@@ -184,6 +217,20 @@ impl Wal {
                 .map_err(|e| StoreError::Io(format!("write-ahead log: {e}")))?;
             std::mem::replace(&mut *segment, next)
         };
+        let deadline = Instant::now() + APPLY_WAIT;
+        loop {
+            let left = old.unapplied.load(Ordering::Acquire);
+            if left == 0 {
+                break;
+            }
+            if Instant::now() >= deadline {
+                return Err(StoreError::Io(format!(
+                    "write-ahead log: {left} logged appends are not in sled yet; segment {} is kept",
+                    old.number
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
         flush()?;
         let path = segment_path(&self.dir, old.number);
         drop(old.file);
@@ -204,6 +251,7 @@ fn open_segment(dir: &Path, number: u64) -> std::io::Result<Segment> {
         file,
         number,
         len: 0,
+        unapplied: Arc::new(AtomicUsize::new(0)),
     })
 }
 
@@ -341,6 +389,55 @@ mod tests {
             0,
             "a fresh, empty segment"
         );
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.last_seq(&id).unwrap(), 1);
+    }
+
+    #[test]
+    fn a_checkpoint_waits_for_logged_appends_to_reach_sled() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = new_session_id();
+        let store = Store::open(dir.path()).unwrap();
+        let append = Append {
+            events: vec![Published::new(1, raw("{\"n\":1}"))],
+            ..Append::default()
+        };
+        let mut logged = store.log(&id, &mut { append }).unwrap();
+        // Served from the tail before sled has it.
+        assert_eq!(store.last_seq(&id).unwrap(), 1);
+        assert_eq!(store.events(&id, 0, 1).unwrap()[0].1.get(), "{\"n\":1}");
+        let checkpointing = {
+            let store = store.clone();
+            std::thread::spawn(move || store.checkpoint())
+        };
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(
+            !checkpointing.is_finished(),
+            "the segment must not be cut before its append is in sled"
+        );
+        store.apply_logged(&mut logged).unwrap();
+        checkpointing.join().unwrap().unwrap();
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.events(&id, 0, 1).unwrap()[0].1.get(), "{\"n\":1}");
+    }
+
+    #[test]
+    fn an_append_dropped_before_sled_is_replayed_by_the_next_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = new_session_id();
+        let store = Store::open(dir.path()).unwrap();
+        let append = Append {
+            events: vec![Published::new(1, raw("{}"))],
+            open_calls: vec![("call-1".to_owned(), Some(b"x".to_vec()))],
+            ..Append::default()
+        };
+        drop(store.log(&id, &mut { append }).unwrap());
+        assert!(store.is_broken());
+        store.checkpoint().unwrap();
+        assert!(!store.is_broken(), "the checkpoint recovered");
+        assert_eq!(store.open_calls(&id).unwrap().len(), 1, "read from sled");
         drop(store);
         let store = Store::open(dir.path()).unwrap();
         assert_eq!(store.last_seq(&id).unwrap(), 1);
