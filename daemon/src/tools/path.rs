@@ -195,10 +195,18 @@ pub fn exists_confined(root: &Path, path: &Path) -> bool {
 
 /// Reads a whole file confined to `root` (see [`open_confined`]).
 pub fn read_confined(root: &Path, path: &Path) -> std::io::Result<Vec<u8>> {
+    let file = std::fs::File::from(open_confined(root, path, OFlags::RDONLY)?);
+    let len = file.metadata()?.len();
+    read_sized(&file, len)
+}
+
+/// Reads `file` to its end, `len` being its size as just seen by `fstat`:
+/// one read fills the buffer and one more finds the end. (`File`'s own
+/// `read_to_end` asks the kernel for the size and position again.)
+pub fn read_sized(file: &std::fs::File, len: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
-    let mut file = std::fs::File::from(open_confined(root, path, OFlags::RDONLY)?);
-    let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes)?;
+    let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0).saturating_add(1));
+    file.take(u64::MAX).read_to_end(&mut bytes)?;
     Ok(bytes)
 }
 

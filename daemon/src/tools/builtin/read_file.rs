@@ -182,10 +182,24 @@ pub fn text_window(content: &str, offset: usize, limit: usize) -> Result<TextWin
 }
 
 impl ReadFileInvocation {
-    fn run(self) -> Result<ToolResult, ToolError> {
-        let rel = display_relative(&self.root, &self.path);
-        let meta =
-            std::fs::metadata(&self.path).map_err(|e| common::io_error("read", &self.path, &e))?;
+    /// Opens the file (confined) and checks what it is now: the file seen
+    /// at validation may have been replaced since.
+    fn open(&self) -> Result<(std::fs::File, u64), ToolError> {
+        // Non-blocking: a FIFO swapped in since validation must not hang
+        // the open (for a regular file the flag changes nothing).
+        let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK;
+        let fd = super::path::open_confined(&self.root, &self.path, flags)
+            .map_err(|e| common::io_error("read", &self.path, &e))?;
+        let file = std::fs::File::from(fd);
+        let meta = file
+            .metadata()
+            .map_err(|e| common::io_error("read", &self.path, &e))?;
+        if !meta.is_file() {
+            return Err(ToolError::invalid(format!(
+                "`absolute_path` {} is not a regular file",
+                self.path.display()
+            )));
+        }
         if meta.len() > MAX_FILE_BYTES {
             return Err(ToolError::invalid(format!(
                 "`absolute_path` {} is {} bytes, over the {} MB limit for read_file",
@@ -194,7 +208,12 @@ impl ReadFileInvocation {
                 MAX_FILE_BYTES / (1024 * 1024)
             )));
         }
-        let bytes = super::path::read_confined(&self.root, &self.path)
+        Ok((file, meta.len()))
+    }
+
+    fn run(self, file: std::fs::File, len: u64) -> Result<ToolResult, ToolError> {
+        let rel = display_relative(&self.root, &self.path);
+        let bytes = super::path::read_sized(&file, len)
             .map_err(|e| common::io_error("read", &self.path, &e))?;
         match common::classify(&self.path, &bytes) {
             FileClass::Media(mime) => {
@@ -282,14 +301,16 @@ impl ToolInvocation for ReadFileInvocation {
         cancel: CancellationToken,
         _output: OutputSink,
     ) -> Result<ToolResult, ToolError> {
+        if cancel.is_cancelled() {
+            return Err(common::cancelled());
+        }
+        let (file, len) = self.open()?;
         // A small file reads in microseconds (page cache): cheaper inline
         // than the two thread hops of the blocking pool.
-        let small =
-            std::fs::metadata(&self.path).is_ok_and(|m| m.is_file() && m.len() <= INLINE_READ_MAX);
-        if small && !cancel.is_cancelled() {
-            return self.run();
+        if len <= INLINE_READ_MAX {
+            return self.run(file, len);
         }
-        common::blocking(&cancel, move || self.run()).await
+        common::blocking(&cancel, move || self.run(file, len)).await
     }
 }
 
