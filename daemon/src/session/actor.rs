@@ -5,8 +5,8 @@
 //! Every step ends with [`Actor::commit`]: the events the step produced
 //! are logged to the store in one write (durable from then on), and only
 //! then broadcast and answered (persist-then-broadcast). Steps that arrive
-//! together share one write (group commit). After the replies have gone
-//! out, the actor applies the step to sled (`tail.rs` explains the gap).
+//! together share one write (group commit). Then the step goes to the
+//! store's apply thread for sled (`applier.rs`, `tail.rs`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,7 +20,6 @@ use tokio_util::task::TaskTracker;
 
 use super::handle::{Command, Published, SessionHandle, Subscription};
 use super::store::{Append, SessionRecord, Store};
-use super::tail::Logged;
 use crate::scheduler::{CallState, Effect, Scheduler, ToolCall};
 use crate::tools::{ToolContext, ToolInvocation, ToolRegistry};
 use crate::wire;
@@ -88,8 +87,6 @@ pub(super) struct Actor {
     events: broadcast::Sender<Arc<Published>>,
     pub(super) internal: mpsc::UnboundedSender<Internal>,
     pub(super) pending: Append,
-    /// Steps logged and answered, to hand to the store's apply thread.
-    logged: Vec<Logged>,
     /// Replies held back until the events they reveal are durable.
     after_commit: Vec<Box<dyn FnOnce() + Send>>,
     pub(super) tasks: TaskTracker,
@@ -142,7 +139,6 @@ pub fn spawn(
         events,
         internal: internal_tx,
         pending: Append::default(),
-        logged: Vec::new(),
         after_commit: Vec::new(),
         tasks: TaskTracker::new(),
         cancel: parent.child_token(),
@@ -202,16 +198,6 @@ impl Actor {
                 }
             }
             self.commit();
-        }
-    }
-
-    /// Hands the logged steps to the store's apply thread.
-    fn hand_off(&mut self) {
-        for step in self.logged.drain(..) {
-            if let Err(e) = self.deps.store.apply_later(step) {
-                // Logged all the same: the next checkpoint replays it.
-                tracing::error!(session = %self.record.id, error = %e, "could not apply events to sled");
-            }
         }
     }
 
@@ -430,6 +416,7 @@ impl Actor {
             || !self.pending.history.is_empty()
             || !self.pending.prompts.is_empty()
             || self.pending.record.is_some();
+        let mut logged = None;
         if has_writes {
             // One write to the write-ahead log: durable against a crash of
             // the daemon from here on (see wal.rs).
@@ -448,16 +435,21 @@ impl Actor {
                 // No receivers is fine: nobody is subscribed.
                 let _ = self.events.send(event.clone());
             }
-            // Answered and broadcast below; sled gets it off this path.
-            self.logged.push(step);
+            logged = Some(step);
         }
         for reply in self.after_commit.drain(..) {
             reply();
         }
-        // Waking the apply thread right away measured faster than letting
-        // the replies' tasks run first (yield_now): 170-191 µs against
-        // 193-254 µs per read_file round trip, interleaved runs.
-        self.hand_off();
+        // sled gets the step off this path. Waking the apply thread right
+        // away measured faster than letting the replies' tasks run first
+        // (yield_now): 170-191 µs against 193-254 µs per read_file round
+        // trip, interleaved runs.
+        if let Some(step) = logged
+            && let Err(e) = self.deps.store.apply_later(step)
+        {
+            // Logged all the same: the next checkpoint replays it.
+            tracing::error!(session = %self.record.id, error = %e, "could not apply events to sled");
+        }
     }
 
     pub(super) fn apply(&mut self, effects: Vec<Effect>) {

@@ -276,10 +276,10 @@ impl Store {
         self.broken.load(Ordering::Acquire)
     }
 
-    /// Logs `append` and applies it to sled: once this returns, the batch
-    /// survives a crash of the daemon. Actors use the two halves
-    /// ([`Store::log`], then [`Store::apply_logged`] after their replies
-    /// went out); this is both in one.
+    /// Logs `append` and applies it to sled at once: once this returns, the
+    /// batch survives a crash of the daemon. Actors use the two halves
+    /// apart ([`Store::log`], then [`Store::apply_later`] once they have
+    /// answered).
     pub fn commit(&self, id: &str, append: &Append) -> Result<(), StoreError> {
         let mut logged = self.log(id, &mut append.clone())?;
         self.apply_logged(&mut logged)
