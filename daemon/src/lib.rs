@@ -8,6 +8,7 @@ pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod discovery;
+pub mod heap;
 pub mod memory;
 pub mod model;
 pub mod policy;

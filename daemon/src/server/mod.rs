@@ -163,8 +163,9 @@ pub async fn serve(daemon: Arc<Daemon>, listening: listener::Listening) -> Resul
 const RECLAIM_TICKS: u32 = 30;
 
 /// Flushes the store and cuts its write-ahead log every
-/// `CHECKPOINT_EVERY`, and reclaims sled's garbage while writes come and
-/// for a few seconds after, until cancelled.
+/// `CHECKPOINT_EVERY`, reclaims sled's garbage while writes come and for a
+/// few seconds after, and returns freed heap to the system once writes
+/// stop (`heap::trim`), until cancelled.
 fn spawn_checkpoints(store: crate::session::Store) -> CancellationToken {
     let stop = CancellationToken::new();
     let stopped = stop.clone();
@@ -185,11 +186,17 @@ fn spawn_checkpoints(store: crate::session::Store) -> CancellationToken {
             };
             writes = now;
             let reclaim = quiet < RECLAIM_TICKS;
+            // Once writes stop, what the burst (and each reclaim) freed
+            // goes back to the system.
+            let trim = reclaim && quiet > 0;
             let store = store.clone();
             let work = move || {
                 let done = store.checkpoint();
                 if reclaim {
                     store.reclaim();
+                }
+                if trim {
+                    crate::heap::trim();
                 }
                 done
             };
