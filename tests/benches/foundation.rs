@@ -475,6 +475,18 @@ fn bench_rtt() -> Vec<Row> {
                 after.threads.join(", ")
             );
         }
+        let windows: Vec<String> = call_wait
+            .chunks(1000)
+            .map(|w| {
+                let mut w = w.to_vec();
+                w.sort_unstable();
+                format!("{:.0}", w[w.len() / 2].as_secs_f64() * 1e6)
+            })
+            .collect();
+        println!(
+            "- `wait: true` p50 by window of 1,000 calls, in order (µs): {}\n",
+            windows.join(", ")
+        );
         let mut call_nowait = Vec::with_capacity(n);
         for _ in 0..n {
             let t = Instant::now();
