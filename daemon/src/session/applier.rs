@@ -11,7 +11,6 @@
 //! always the order of the log.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -47,9 +46,11 @@ enum Job {
 #[derive(Default)]
 struct Queue {
     jobs: VecDeque<Job>,
-    /// The thread waits on the bell for a first job (not gathering).
+    /// The thread waits on the bell (the queue is empty); the next job
+    /// rings it.
     idle: bool,
-    /// The applier was dropped: drain what is queued, then end.
+    /// The applier was dropped: drain what is queued, without retrying a
+    /// failing apply (the log keeps it), then end.
     closed: bool,
 }
 
@@ -57,8 +58,6 @@ struct Queue {
 struct Shared {
     queue: Mutex<Queue>,
     bell: Condvar,
-    /// Set on drop: stop retrying a failing apply (the log keeps it).
-    closing: AtomicBool,
 }
 
 impl std::fmt::Debug for Shared {
@@ -78,9 +77,10 @@ impl Shared {
         if queue.closed {
             return Err(job);
         }
-        // A waiting thread is woken by the first job (which it then lets
-        // gather company) or by a settle; a gathering one finds the rest.
-        let ring = queue.idle && (queue.jobs.is_empty() || matches!(job, Job::Settle(_)));
+        // Only a waiting thread is rung, by the first job, which it then
+        // lets gather company; a gathering one finds the rest (a settle
+        // among them waits out the gathering).
+        let ring = queue.idle;
         queue.jobs.push_back(job);
         if ring {
             queue.idle = false;
@@ -143,7 +143,6 @@ impl Applier {
 
 impl Drop for Applier {
     fn drop(&mut self) {
-        self.shared.closing.store(true, Ordering::Release);
         self.shared.lock().closed = true;
         self.shared.bell.notify_one();
         if let Some(thread) = self.thread.take() {
@@ -172,18 +171,18 @@ fn run(store: &Store, shared: &Shared) {
         }
         let batch = std::mem::take(&mut queue.jobs);
         drop(queue);
-        apply_all(store, batch, &shared.closing);
+        apply_all(store, batch, shared);
     }
 }
 
 /// Applies `batch` in order; a failing apply is retried in place.
-fn apply_all(store: &Store, batch: VecDeque<Job>, closing: &AtomicBool) {
+fn apply_all(store: &Store, batch: VecDeque<Job>, shared: &Shared) {
     for job in batch {
         match job {
             Job::Apply(mut logged) => {
                 while let Err(e) = store.apply_logged(&mut logged) {
                     tracing::error!(error = %e, "could not apply events to sled; will retry");
-                    if closing.load(Ordering::Acquire) {
+                    if shared.lock().closed {
                         // Dropped unapplied, it marks the store broken; the
                         // log replays it at the next open.
                         break;
