@@ -761,6 +761,27 @@ mod tests {
         }
     }
 
+    #[test]
+    fn the_apply_thread_puts_every_step_in_sled_by_settle() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let a = new_session_id();
+        store.put_session(&record(&a)).unwrap();
+        for seq in 1..=200u64 {
+            let mut append = Append {
+                events: vec![Published::new(seq, raw(&format!("{{\"n\":{seq}}}")))],
+                ..Append::default()
+            };
+            let logged = store.log(&a, &mut append).unwrap();
+            store.apply_later(logged).unwrap();
+        }
+        store.settle().unwrap();
+        // Nothing is left in the tail: every step reached sled, in order.
+        assert_eq!(store.tail.last_seq(&a), None);
+        assert_eq!(store.last_seq(&a).unwrap(), 200);
+        assert!(!store.is_broken());
+    }
+
     #[tokio::test]
     async fn events_survive_reopen_and_ranges_are_exact() {
         let dir = tempfile::tempdir().unwrap();
