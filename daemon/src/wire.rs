@@ -63,24 +63,30 @@ pub fn tool_info(tool: &dyn Tool) -> wt::ToolInfo {
 
 /// The snapshot clients see of a call.
 pub fn snapshot(call: &ToolCall, output_delta: Option<String>) -> wt::ToolCallSnapshot {
-    let (state, confirmation, result, error) = match &call.state {
+    into_snapshot(call.clone(), output_delta)
+}
+
+/// [`snapshot`] of a call that is done with: its result (which can be
+/// megabytes) moves into the snapshot rather than being copied.
+pub fn into_snapshot(call: ToolCall, output_delta: Option<String>) -> wt::ToolCallSnapshot {
+    let (state, confirmation, result, error) = match call.state {
         CallState::Validating => (wt::CallState::Validating, None, None, None),
         CallState::Scheduled => (wt::CallState::Scheduled, None, None, None),
         CallState::AwaitingApproval(details) => (
             wt::CallState::AwaitingApproval,
-            Some(confirmation(details)),
+            Some(confirmation(&details)),
             None,
             None,
         ),
         CallState::Executing => (wt::CallState::Executing, None, None, None),
-        CallState::Success(r) => (wt::CallState::Success, None, Some(result(r)), None),
+        CallState::Success(r) => (wt::CallState::Success, None, Some(into_result(r)), None),
         CallState::Error(e) => (
             wt::CallState::Error,
             None,
             None,
             Some(wt::ToolCallError {
                 kind: error_kind(e.kind),
-                message: e.message.clone(),
+                message: e.message,
             }),
         ),
         CallState::Cancelled(reason) => (
@@ -89,7 +95,7 @@ pub fn snapshot(call: &ToolCall, output_delta: Option<String>) -> wt::ToolCallSn
             None,
             Some(wt::ToolCallError {
                 kind: "cancelled".to_owned(),
-                message: reason.clone(),
+                message: reason,
             }),
         ),
         CallState::Interrupted => (
@@ -104,17 +110,17 @@ pub fn snapshot(call: &ToolCall, output_delta: Option<String>) -> wt::ToolCallSn
         ),
     };
     wt::ToolCallSnapshot {
-        call_id: call.id.clone(),
-        name: call.name.clone(),
-        args: call.args.clone(),
+        call_id: call.id,
+        name: call.name,
+        args: call.args,
         state,
-        description: call.description.clone(),
+        description: call.description,
         locations: call.locations.iter().map(location).collect(),
         confirmation,
         output_delta,
         result,
         error,
-        decided_by: call.decided_by.clone(),
+        decided_by: call.decided_by,
     }
 }
 
@@ -198,25 +204,25 @@ pub fn confirmation(details: &ConfirmationDetails) -> wt::ConfirmationRequest {
     }
 }
 
-pub fn result(result: &ToolResult) -> wt::ToolCallResult {
+/// A tool's result as clients see it (the content moves, not copied).
+pub fn into_result(result: ToolResult) -> wt::ToolCallResult {
     wt::ToolCallResult {
         llm_content: result
             .llm_content
-            .iter()
+            .into_iter()
             .map(|part| match part {
-                ContentPart::Text { text } => wt::ContentPart::Text { text: text.clone() },
-                ContentPart::InlineData { mime_type, data } => wt::ContentPart::InlineData {
-                    mime_type: mime_type.clone(),
-                    data: data.clone(),
-                },
+                ContentPart::Text { text } => wt::ContentPart::Text { text },
+                ContentPart::InlineData { mime_type, data } => {
+                    wt::ContentPart::InlineData { mime_type, data }
+                }
             })
             .collect(),
-        display: match &result.display {
-            ToolDisplay::Text { text } => wt::ToolDisplay::Text { text: text.clone() },
-            ToolDisplay::Markdown { text } => wt::ToolDisplay::Markdown { text: text.clone() },
-            ToolDisplay::FileDiff(diff) => wt::ToolDisplay::FileDiff(file_diff(diff)),
+        display: match result.display {
+            ToolDisplay::Text { text } => wt::ToolDisplay::Text { text },
+            ToolDisplay::Markdown { text } => wt::ToolDisplay::Markdown { text },
+            ToolDisplay::FileDiff(diff) => wt::ToolDisplay::FileDiff(file_diff(&diff)),
         },
-        summary: result.summary.clone(),
+        summary: result.summary,
     }
 }
 
@@ -330,7 +336,7 @@ pub fn memory_info(
 pub fn call_finished(done: crate::session::FinalCall) -> geminid_protocol::tool::ToolCallStarted {
     let mut started = geminid_protocol::tool::ToolCallStarted::accepted(done.call_id);
     match done.event {
-        Some(event) => started.outcome_json = Some(event.json.clone()),
+        Some(event) => started.outcome_json = Some(geminid_protocol::tool::SharedJson::new(event)),
         None => started.outcome = done.snapshot,
     }
     started

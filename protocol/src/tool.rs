@@ -235,7 +235,35 @@ pub struct ToolCallStarted {
     /// `toolCall` event, whose extra fields a reader ignores); sent in
     /// place of `outcome`.
     #[serde(skip)]
-    pub outcome_json: Option<Box<serde_json::value::RawValue>>,
+    pub outcome_json: Option<SharedJson>,
+}
+
+/// JSON serialized once and shared, sent as it is: a large tool result is
+/// neither copied nor serialized again to answer `wait: true`.
+#[derive(Clone)]
+pub struct SharedJson(std::sync::Arc<dyn AsRef<serde_json::value::RawValue> + Send + Sync>);
+
+impl SharedJson {
+    pub fn new(json: std::sync::Arc<dyn AsRef<serde_json::value::RawValue> + Send + Sync>) -> Self {
+        SharedJson(json)
+    }
+
+    /// The JSON text.
+    pub fn get(&self) -> &str {
+        (*self.0).as_ref().get()
+    }
+}
+
+impl std::fmt::Debug for SharedJson {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "SharedJson({} bytes)", self.get().len())
+    }
+}
+
+impl Serialize for SharedJson {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (*self.0).as_ref().serialize(serializer)
+    }
 }
 
 impl ToolCallStarted {
@@ -253,8 +281,8 @@ impl PartialEq for ToolCallStarted {
     fn eq(&self, other: &Self) -> bool {
         self.call_id == other.call_id
             && self.outcome == other.outcome
-            && self.outcome_json.as_ref().map(|j| j.get())
-                == other.outcome_json.as_ref().map(|j| j.get())
+            && self.outcome_json.as_ref().map(SharedJson::get)
+                == other.outcome_json.as_ref().map(SharedJson::get)
     }
 }
 
@@ -302,7 +330,9 @@ mod tests {
         let started = ToolCallStarted {
             call_id: "call-3".into(),
             outcome: None,
-            outcome_json: Some(serde_json::value::RawValue::from_string(event.into()).unwrap()),
+            outcome_json: Some(SharedJson::new(std::sync::Arc::new(
+                serde_json::value::RawValue::from_string(event.into()).unwrap(),
+            ))),
         };
         let wire = serde_json::to_string(&started).unwrap();
         let back: ToolCallStarted = serde_json::from_str(&wire).unwrap();

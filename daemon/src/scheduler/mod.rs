@@ -70,8 +70,8 @@ pub enum Effect {
         call: Box<ToolCall>,
         output_delta: Option<String>,
     },
-    /// The call reached a terminal state: wake anyone waiting for it and
-    /// forget it after publishing.
+    /// The call reached a terminal state and the scheduler forgot it (its
+    /// last `Publish`, just before, carries it): wake anyone waiting.
     Retire { call_id: String },
 }
 
@@ -94,19 +94,14 @@ impl Scheduler {
         }
     }
 
-    /// The call, while it has not been retired.
+    /// The call, until it ends (see `end`).
     pub fn call(&self, call_id: &str) -> Option<&ToolCall> {
         self.calls.get(call_id)
     }
 
-    /// Calls not yet retired.
+    /// Calls that have not ended.
     pub fn active(&self) -> impl Iterator<Item = &ToolCall> {
         self.calls.values()
-    }
-
-    /// Removes a retired call (after its last snapshot went out).
-    pub fn forget(&mut self, call_id: &str) -> Option<ToolCall> {
-        self.calls.remove(call_id)
     }
 
     /// A new call arrives.
@@ -293,13 +288,19 @@ impl Scheduler {
         effects
     }
 
+    /// The call's last transition. It leaves the scheduler here, moved
+    /// into its last `Publish`: a result can be megabytes, and nothing
+    /// needs the call after it.
     fn end(&mut self, call_id: &str, state: CallState) -> Vec<Effect> {
-        let Some(call) = self.calls.get_mut(call_id) else {
+        let Some(mut call) = self.calls.remove(call_id) else {
             return Vec::new();
         };
         call.state = state;
         vec![
-            publish(call),
+            Effect::Publish {
+                call: Box::new(call),
+                output_delta: None,
+            },
             Effect::Retire {
                 call_id: call_id.to_owned(),
             },

@@ -85,6 +85,20 @@ fn state(s: &Scheduler, id: &str) -> CallState {
     s.call(id).map(|c| c.state.clone()).unwrap()
 }
 
+/// The state a call ended in: its last Publish. The scheduler has
+/// forgotten it (the Publish took it).
+fn ended(s: &Scheduler, effects: &[Effect], id: &str) -> CallState {
+    assert!(s.call(id).is_none(), "{id} must be forgotten once it ends");
+    effects
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            Effect::Publish { call, .. } if call.id == id => Some(call.state.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no Publish for {id}"))
+}
+
 #[test]
 fn allowed_calls_run_in_parallel_up_to_the_limit_then_queue() {
     let mut s = Scheduler::new(2);
@@ -102,7 +116,7 @@ fn allowed_calls_run_in_parallel_up_to_the_limit_then_queue() {
     assert!(effects.contains(&Effect::Retire {
         call_id: "a".into()
     }));
-    assert!(matches!(state(&s, "a"), CallState::Success(_)));
+    assert!(matches!(ended(&s, &effects, "a"), CallState::Success(_)));
 }
 
 #[test]
@@ -144,8 +158,14 @@ fn cancel_in_every_state() {
     assert!(effects.contains(&Effect::Abort {
         call_id: "running".into()
     }));
-    assert!(matches!(state(&s, "validating"), CallState::Cancelled(_)));
-    assert!(matches!(state(&s, "waiting"), CallState::Cancelled(_)));
+    assert!(matches!(
+        ended(&s, &effects, "validating"),
+        CallState::Cancelled(_)
+    ));
+    assert!(matches!(
+        ended(&s, &effects, "waiting"),
+        CallState::Cancelled(_)
+    ));
     assert_eq!(state(&s, "running"), CallState::Executing);
     // Preparation that finishes after a cancel changes nothing.
     assert!(s.prepared("validating", allowed()).is_empty());
@@ -153,7 +173,10 @@ fn cancel_in_every_state() {
         "running",
         Err(CallError::new(CallErrorKind::Cancelled, "stop")),
     );
-    assert!(matches!(state(&s, "running"), CallState::Cancelled(_)));
+    assert!(matches!(
+        ended(&s, &effects, "running"),
+        CallState::Cancelled(_)
+    ));
     assert!(effects.contains(&Effect::Retire {
         call_id: "running".into()
     }));
@@ -165,23 +188,23 @@ fn cancel_in_every_state() {
 fn invalid_denied_and_failed_calls_end_in_error() {
     let mut s = Scheduler::new(4);
     submit(&mut s, "bad");
-    s.prepared(
+    let effects = s.prepared(
         "bad",
         Prepared::Invalid(CallError::new(
             CallErrorKind::Tool(ToolErrorKind::InvalidParams),
             "x",
         )),
     );
-    assert!(matches!(state(&s, "bad"), CallState::Error(_)));
+    assert!(matches!(ended(&s, &effects, "bad"), CallState::Error(_)));
     submit(&mut s, "denied");
-    s.prepared(
+    let effects = s.prepared(
         "denied",
         Prepared::Denied {
             reason: "no".into(),
         },
     );
     assert!(matches!(
-        state(&s, "denied"),
+        ended(&s, &effects, "denied"),
         CallState::Error(CallError {
             kind: CallErrorKind::Denied,
             ..
@@ -189,14 +212,14 @@ fn invalid_denied_and_failed_calls_end_in_error() {
     ));
     submit(&mut s, "fails");
     s.prepared("fails", allowed());
-    s.finished(
+    let effects = s.finished(
         "fails",
         Err(CallError::new(
             CallErrorKind::Tool(ToolErrorKind::Execution),
             "boom",
         )),
     );
-    assert!(matches!(state(&s, "fails"), CallState::Error(_)));
+    assert!(matches!(ended(&s, &effects, "fails"), CallState::Error(_)));
 }
 
 #[test]

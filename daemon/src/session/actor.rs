@@ -24,6 +24,14 @@ use crate::scheduler::{CallState, Effect, Scheduler, ToolCall};
 use crate::tools::{ToolContext, ToolInvocation, ToolRegistry};
 use crate::wire;
 
+/// What the waiters of a call about to retire get: its final `toolCall`
+/// event and, for in-process waiters (turns), its structured snapshot.
+#[derive(Default)]
+pub(super) struct Final {
+    pub event: Option<Arc<Published>>,
+    pub snapshot: Option<geminid_protocol::tool::ToolCallSnapshot>,
+}
+
 /// How many commands one step takes before it commits.
 const MAX_BATCH: usize = 256;
 /// How many events a lagging subscriber may fall behind before it reads
@@ -80,8 +88,8 @@ pub(super) struct Actor {
     pub(super) invocations: HashMap<String, Box<dyn ToolInvocation>>,
     pub(super) running: HashMap<String, CancellationToken>,
     pub(super) waiters: HashMap<String, Vec<super::driver::Waiter>>,
-    /// The final `toolCall` event of calls about to retire.
-    pub(super) final_events: HashMap<String, Arc<Published>>,
+    /// What the waiters of calls about to retire get.
+    pub(super) finals: HashMap<String, Final>,
     /// What a person allowed for the rest of the session.
     pub(super) allowlist: crate::policy::SessionAllowlist,
     events: broadcast::Sender<Arc<Published>>,
@@ -134,7 +142,7 @@ pub fn spawn(
         invocations: HashMap::new(),
         running: HashMap::new(),
         waiters: HashMap::new(),
-        final_events: HashMap::new(),
+        finals: HashMap::new(),
         allowlist: crate::policy::SessionAllowlist::new(),
         events,
         internal: internal_tx,

@@ -11,7 +11,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::SessionError;
-use super::actor::{Actor, Internal};
+use super::actor::{Actor, Final, Internal};
 use super::handle::{CallReply, FinalCall};
 use crate::policy::{Decision, PolicyVerdict, SHELL_TOOL_NAME, SavedRule, split_command};
 use crate::scheduler::{Answer, CallError, CallErrorKind, Effect, Prepared, ToolCall};
@@ -186,40 +186,47 @@ impl Actor {
             Effect::Publish { call, output_delta } => {
                 let terminal = call.state.is_terminal();
                 let call_id = call.id.clone();
-                let snapshot = wire::snapshot(&call, output_delta);
+                let snapshot = wire::into_snapshot(*call, output_delta);
+                // In-process waiters (turns) want the structured snapshot;
+                // the rest get the event's JSON, so the common case copies
+                // no result.
+                let structured = terminal
+                    && self
+                        .waiters
+                        .get(&call_id)
+                        .is_some_and(|ws| ws.iter().any(|w| w.snapshot));
+                let kept = structured.then(|| snapshot.clone());
                 self.emit(EventPayload::ToolCall(Box::new(snapshot)));
-                if terminal
-                    && self.waiters.contains_key(&call_id)
-                    && let Some(event) = self.last_pending()
-                {
-                    self.final_events.insert(call_id, event);
+                if terminal && self.waiters.contains_key(&call_id) {
+                    let event = self.last_pending();
+                    self.finals.insert(
+                        call_id,
+                        Final {
+                            event,
+                            snapshot: kept,
+                        },
+                    );
                 }
             }
             Effect::Retire { call_id } => {
                 self.invocations.remove(&call_id);
                 self.pending_open_call(&call_id, None);
-                let event = self.final_events.remove(&call_id);
-                if let Some(call) = self.scheduler.forget(&call_id) {
-                    let waiters = self.waiters.remove(&call_id).unwrap_or_default();
-                    if !waiters.is_empty() {
-                        let snapshot = waiters
-                            .iter()
-                            .any(|w| w.snapshot)
-                            .then(|| wire::snapshot(&call, None));
-                        self.after_commit(move || {
-                            for waiter in waiters {
-                                let _ = waiter.tx.send(FinalCall {
-                                    call_id: call_id.clone(),
-                                    snapshot: if waiter.snapshot {
-                                        snapshot.clone()
-                                    } else {
-                                        None
-                                    },
-                                    event: event.clone(),
-                                });
-                            }
-                        });
-                    }
+                let Final { event, snapshot } = self.finals.remove(&call_id).unwrap_or_default();
+                let waiters = self.waiters.remove(&call_id).unwrap_or_default();
+                if !waiters.is_empty() {
+                    self.after_commit(move || {
+                        for waiter in waiters {
+                            let _ = waiter.tx.send(FinalCall {
+                                call_id: call_id.clone(),
+                                snapshot: if waiter.snapshot {
+                                    snapshot.clone()
+                                } else {
+                                    None
+                                },
+                                event: event.clone(),
+                            });
+                        }
+                    });
                 }
             }
         }

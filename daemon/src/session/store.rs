@@ -84,6 +84,12 @@ impl Published {
     }
 }
 
+impl AsRef<RawValue> for Published {
+    fn as_ref(&self) -> &RawValue {
+        &self.json
+    }
+}
+
 /// One append to a session's log, applied atomically.
 #[derive(Debug, Default, Clone)]
 pub struct Append {
