@@ -11,6 +11,39 @@
 //! workers, and only when the store has been quiet for a tick (see
 //! `server::spawn_checkpoints`).
 
+/// Large buffers below this come from the heap, not a fresh `mmap`.
+const MMAP_THRESHOLD: i32 = 32 * 1024 * 1024;
+/// Free memory at the top of an arena is kept up to this much.
+const TRIM_THRESHOLD: i32 = 64 * 1024 * 1024;
+
+/// Lets large transient buffers reuse freed heap memory.
+///
+/// A multi-megabyte tool result is built, serialized, stored and answered
+/// through several buffers of its size. By default glibc maps each such
+/// buffer fresh and unmaps it on free (or trims it off the arena's top), so
+/// every call pays a page fault and a zeroed page per 4 KiB: a third of
+/// the daemon's time for an 8 MB `read_many_files` (125 against 80 ms).
+/// With these thresholds freed memory stays in the arenas for the next
+/// call, and [`trim`] gives it back once the daemon is quiet.
+///
+/// Call it after startup: allocations made before it (sled's 512 KiB
+/// statistics tables, mostly never written) stay separately mapped, where
+/// untouched pages cost nothing.
+pub fn keep_large_buffers() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    {
+        #[allow(unsafe_code)]
+        // SAFETY: mallopt only changes the allocator's tuning parameters.
+        let set = unsafe {
+            libc::mallopt(libc::M_MMAP_THRESHOLD, MMAP_THRESHOLD)
+                & libc::mallopt(libc::M_TRIM_THRESHOLD, TRIM_THRESHOLD)
+        };
+        if set != 1 {
+            tracing::warn!("could not tune the allocator; large results will be slower");
+        }
+    }
+}
+
 /// Returns free heap pages to the system; a no-op off glibc.
 pub fn trim() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

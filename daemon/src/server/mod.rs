@@ -57,6 +57,7 @@ pub async fn run(mut config: DaemonConfig) -> Result<(), RunError> {
         None => listener::bind(&config.socket).await?,
     };
     let daemon = Daemon::open(config, shutdown)?;
+    crate::heap::keep_large_buffers();
     serve(daemon, listening).await
 }
 
