@@ -17,7 +17,7 @@ pub use actor::ActorDeps;
 pub use handle::{FinalCall, PolicyCheck, Published, SessionHandle, Subscription};
 pub use manager::{NewSession, SessionManager};
 pub use store::{SessionRecord, Store, StoreError};
-pub use wal::CHECKPOINT_EVERY;
+pub use wal::{CHECKPOINT_EVERY, Checkpoint};
 
 /// Failures of session operations, mapped to JSON-RPC errors in rpc/.
 #[derive(Debug, thiserror::Error)]

@@ -383,7 +383,7 @@ impl Store {
 
     /// Flushes sled and cuts the write-ahead log (blocking: run it off the
     /// async workers). A broken store is reopened first.
-    pub fn checkpoint(&self) -> Result<(), StoreError> {
+    pub fn checkpoint(&self) -> Result<super::wal::Checkpoint, StoreError> {
         if self.is_broken() {
             self.recover()?;
         }

@@ -101,10 +101,30 @@ struct Segment {
     unapplied: Arc<AtomicUsize>,
 }
 
+/// A segment cut by a checkpoint whose appends were not all in sled yet.
+struct Cut {
+    number: u64,
+    unapplied: Arc<AtomicUsize>,
+}
+
+/// What a checkpoint did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Checkpoint {
+    /// Everything logged before it is in sled and flushed; the segments it
+    /// covered are deleted.
+    Done,
+    /// Appends were still on their way to sled when the wait ran out (the
+    /// apply thread is behind, as under heavy load). Their segments stay
+    /// on disk, and a later checkpoint deletes them once they are applied.
+    Behind { unapplied: usize },
+}
+
 /// The log: numbered segments `wal.<n>` in the store's directory.
 pub struct Wal {
     dir: PathBuf,
     current: Mutex<Segment>,
+    /// Cut segments left by checkpoints that found the apply thread behind.
+    behind: Mutex<Vec<Cut>>,
 }
 
 impl Wal {
@@ -133,6 +153,7 @@ impl Wal {
             Wal {
                 dir: dir.to_path_buf(),
                 current: Mutex::new(segment),
+                behind: Mutex::new(Vec::new()),
             },
             replayed,
         ))
@@ -198,43 +219,79 @@ impl Wal {
                 std::fs::remove_file(path).map_err(io)?;
             }
         }
+        self.behind
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
         Ok(())
     }
 
     /// Makes everything logged so far durable in sled and deletes the log
     /// it no longer needs. Safe to run while sessions keep appending: the
     /// segment is swapped first, then the checkpoint waits until every batch
-    /// logged to the old one is applied to sled, then flushes. When that
-    /// takes too long (the store is failing), the old segment stays on disk
-    /// and is replayed by the next recovery or start.
-    pub fn checkpoint(&self, flush: &dyn Fn() -> Result<(), StoreError>) -> Result<(), StoreError> {
-        let old = {
+    /// logged to it (and to segments earlier checkpoints left behind) is
+    /// applied to sled, then flushes and deletes them. When that takes
+    /// longer than [`APPLY_WAIT`], the segments stay for a later checkpoint
+    /// ([`Checkpoint::Behind`]); a restart replays them.
+    pub fn checkpoint(
+        &self,
+        flush: &dyn Fn() -> Result<(), StoreError>,
+    ) -> Result<Checkpoint, StoreError> {
+        // Taken out, not held: `flush` may recover the store, which clears
+        // the list itself.
+        let mut cuts = std::mem::take(&mut *self.behind.lock().unwrap_or_else(|e| e.into_inner()));
+        {
             let mut segment = self.current.lock().unwrap_or_else(|e| e.into_inner());
-            if segment.len == 0 {
-                return Ok(());
+            if segment.len > 0 {
+                let next = open_segment(&self.dir, segment.number + 1)
+                    .map_err(|e| StoreError::Io(format!("write-ahead log: {e}")))?;
+                let old = std::mem::replace(&mut *segment, next);
+                cuts.push(Cut {
+                    number: old.number,
+                    unapplied: old.unapplied,
+                });
             }
-            let next = open_segment(&self.dir, segment.number + 1)
-                .map_err(|e| StoreError::Io(format!("write-ahead log: {e}")))?;
-            std::mem::replace(&mut *segment, next)
-        };
+        }
+        if cuts.is_empty() {
+            return Ok(Checkpoint::Done);
+        }
         let deadline = Instant::now() + APPLY_WAIT;
         loop {
-            let left = old.unapplied.load(Ordering::Acquire);
+            let left: usize = cuts
+                .iter()
+                .map(|c| c.unapplied.load(Ordering::Acquire))
+                .sum();
             if left == 0 {
                 break;
             }
             if Instant::now() >= deadline {
-                return Err(StoreError::Io(format!(
-                    "write-ahead log: {left} logged appends are not in sled yet; segment {} is kept",
-                    old.number
-                )));
+                self.keep(cuts);
+                return Ok(Checkpoint::Behind { unapplied: left });
             }
             std::thread::sleep(Duration::from_millis(1));
         }
-        flush()?;
-        let path = segment_path(&self.dir, old.number);
-        drop(old.file);
-        std::fs::remove_file(&path).map_err(|e| StoreError::Io(format!("{}: {e}", path.display())))
+        if let Err(e) = flush() {
+            self.keep(cuts);
+            return Err(e);
+        }
+        let mut failed = None;
+        for cut in cuts {
+            let path = segment_path(&self.dir, cut.number);
+            match std::fs::remove_file(&path) {
+                // A recovery during the flush deleted it already.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => failed = Some(StoreError::Io(format!("{}: {e}", path.display()))),
+                Ok(()) => {}
+            }
+        }
+        failed.map_or(Ok(Checkpoint::Done), Err)
+    }
+
+    /// Puts cut segments back for the next checkpoint.
+    fn keep(&self, cuts: Vec<Cut>) {
+        let mut behind = self.behind.lock().unwrap_or_else(|e| e.into_inner());
+        behind.extend(cuts);
+        behind.sort_by_key(|c| c.number);
     }
 }
 
@@ -421,6 +478,32 @@ mod tests {
         drop(store);
         let store = Store::open(dir.path()).unwrap();
         assert_eq!(store.events(&id, 0, 1).unwrap()[0].1.get(), "{\"n\":1}");
+    }
+
+    #[test]
+    fn a_segment_left_behind_is_deleted_by_a_later_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = new_session_id();
+        let store = Store::open(dir.path()).unwrap();
+        let append = Append {
+            events: vec![Published::new(1, raw("{}"))],
+            ..Append::default()
+        };
+        let mut logged = store.log(&id, &mut { append }).unwrap();
+        // Nothing applies it: the checkpoint gives up waiting, not fails.
+        assert_eq!(
+            store.checkpoint().unwrap(),
+            Checkpoint::Behind { unapplied: 1 }
+        );
+        let count = || segments(dir.path()).unwrap().len();
+        assert_eq!(count(), 2, "the cut segment stays beside the new one");
+        store.apply_logged(&mut logged).unwrap();
+        drop(logged);
+        assert_eq!(store.checkpoint().unwrap(), Checkpoint::Done);
+        assert_eq!(count(), 1, "only the current segment is left");
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.last_seq(&id).unwrap(), 1);
     }
 
     #[test]
