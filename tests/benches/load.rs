@@ -61,6 +61,10 @@ fn main() {
             "VmRSS after deleting the sessions",
             mib(report.rss_after_delete),
         ),
+        (
+            "write-ahead log segments on disk after (1 = current only)",
+            report.wal_segments.to_string(),
+        ),
     ];
     for (name, value) in rows {
         println!("| {name} | {value} |");

@@ -276,12 +276,14 @@ fn bench_read_many(conn: &mut Conn, session: &str, corpus: &Path, n: usize) -> R
         "- in-process ReadManyFilesTool::execute (no daemon): {}",
         samples(&inproc)
     );
-    if first.line_len > geminid_protocol::framing::MAX_LINE_BYTES {
+    // Clients accept messages up to MAX_MESSAGE_BYTES (requests are capped
+    // lower, at MAX_LINE_BYTES).
+    if first.line_len > geminid_protocol::framing::MAX_MESSAGE_BYTES {
         println!(
-            "- NOTE: the answer line ({} bytes) is longer than the protocol's line cap ({} bytes): \
+            "- NOTE: the answer line ({} bytes) is longer than the protocol's message cap ({} bytes): \
              gemctl::Client cannot receive it; this bench reads with no cap",
             first.line_len,
-            geminid_protocol::framing::MAX_LINE_BYTES
+            geminid_protocol::framing::MAX_MESSAGE_BYTES
         );
     }
     let t = median(&tool);

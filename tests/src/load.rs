@@ -18,6 +18,17 @@ use tokio::sync::watch;
 
 use crate::{Client, GeminidApiClient, TestDaemon};
 
+/// The `wal.<n>` files in a data directory.
+fn wal_segments(data_dir: &std::path::Path) -> usize {
+    std::fs::read_dir(data_dir)
+        .map(|dir| {
+            dir.filter_map(Result::ok)
+                .filter(|e| e.file_name().to_string_lossy().starts_with("wal."))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
 /// What a run measured.
 pub struct LoadReport {
     pub clients: usize,
@@ -34,6 +45,9 @@ pub struct LoadReport {
     pub rss_peak: u64,
     pub rss_after: u64,
     pub rss_after_delete: u64,
+    /// Write-ahead log segments on disk once the store settled after the
+    /// load (1: only the current one).
+    pub wal_segments: usize,
 }
 
 impl LoadReport {
@@ -121,6 +135,7 @@ fn call_for(workspace: &Path, i: usize) -> (&'static str, Value, &'static str) {
 /// Runs `clients` clients of `calls` calls each against `d`.
 pub async fn run(d: &TestDaemon, clients: usize, calls: usize) -> LoadReport {
     prepare_workspace(d);
+    let data_dir = d.data_dir.clone();
     let pid = d.pid();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let rss_idle = vm_field(pid, "VmRSS:").unwrap_or(0);
@@ -160,6 +175,7 @@ pub async fn run(d: &TestDaemon, clients: usize, calls: usize) -> LoadReport {
         rss_peak: 0,
         rss_after: 0,
         rss_after_delete: 0,
+        wal_segments: 0,
     };
     let mut sessions = Vec::new();
     for task in tasks {
@@ -190,6 +206,22 @@ pub async fn run(d: &TestDaemon, clients: usize, calls: usize) -> LoadReport {
     }
     tokio::time::sleep(Duration::from_secs(2)).await;
     report.rss_after_delete = vm_field(pid, "VmRSS:").unwrap_or(0);
+    // Checkpoints run every 500 ms; once the apply thread has caught up,
+    // every cut segment must be gone, none left behind by a busy tick.
+    let settle = std::time::Instant::now();
+    report.wal_segments = loop {
+        let n = wal_segments(&data_dir);
+        if n <= 1 || settle.elapsed() > Duration::from_secs(10) {
+            break n;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    if report.wal_segments > 1 {
+        report.errors.push(format!(
+            "{} write-ahead log segments left on disk 10 s after the load",
+            report.wal_segments
+        ));
+    }
     // For a heap profiler or gdb: the daemon stays up this long.
     if let Ok(secs) = std::env::var("LOAD_HOLD") {
         eprintln!("holding daemon pid {pid} for {secs} s");
