@@ -46,7 +46,17 @@ pub fn run(plan: &Plan, cancel: &CancellationToken) -> Result<ToolResult, ToolEr
 
     let loaded = load_all(plan, &files, cancel)?;
     let mut parts: Vec<ContentPart> = Vec::new();
-    let mut text = String::new();
+    // Sized once: the text can be megabytes.
+    let held: usize = loaded
+        .iter()
+        .map(|l| match l {
+            Loaded::Text(content) => content.len(),
+            _ => 0,
+        })
+        .sum();
+    let headers: usize = files.iter().map(|(p, _)| p.as_os_str().len() + 10).sum();
+    let mut text =
+        String::with_capacity((held + headers).min(MAX_TOTAL_TEXT_BYTES + headers) + 4096);
     let mut read = 0usize;
     for ((path, _), item) in files.iter().zip(loaded) {
         let rel = display_relative(&plan.root, path);
@@ -165,11 +175,19 @@ fn load_one(plan: &Plan, path: &Path, explicit: bool, held: &AtomicUsize) -> Loa
     if held.load(Ordering::Relaxed) > 2 * MAX_TOTAL_TEXT_BYTES {
         return Loaded::OverCap;
     }
-    let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    // One path lookup: the size comes from the opened file.
+    let Ok(fd) = super::super::path::open_confined(&plan.root, path, rustix::fs::OFlags::RDONLY)
+    else {
+        return Loaded::Unreadable;
+    };
+    let file = std::fs::File::from(fd);
+    let Ok(size) = file.metadata().map(|m| m.len()) else {
+        return Loaded::Unreadable;
+    };
     if size > MAX_FILE_BYTES {
         return Loaded::TooLarge;
     }
-    let Ok(bytes) = super::super::path::read_confined(&plan.root, path) else {
+    let Ok(bytes) = super::super::path::read_sized(&file, size) else {
         return Loaded::Unreadable;
     };
     match common::classify(path, &bytes) {
