@@ -243,8 +243,14 @@ impl Wal {
         {
             let mut segment = self.current.lock().unwrap_or_else(|e| e.into_inner());
             if segment.len > 0 {
-                let next = open_segment(&self.dir, segment.number + 1)
-                    .map_err(|e| StoreError::Io(format!("write-ahead log: {e}")))?;
+                let next = match open_segment(&self.dir, segment.number + 1) {
+                    Ok(next) => next,
+                    Err(e) => {
+                        drop(segment);
+                        self.keep(cuts);
+                        return Err(StoreError::Io(format!("write-ahead log: {e}")));
+                    }
+                };
                 let old = std::mem::replace(&mut *segment, next);
                 cuts.push(Cut {
                     number: old.number,
