@@ -374,6 +374,29 @@ mod tests {
         RawValue::from_string(s.to_owned()).unwrap()
     }
 
+    /// A fresh store with one append logged and not yet applied: event 1
+    /// (`json`) and `open_calls`.
+    fn one_logged(
+        json: &str,
+        open_calls: Vec<(String, Option<Vec<u8>>)>,
+    ) -> (
+        tempfile::TempDir,
+        String,
+        Store,
+        crate::session::tail::Logged,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let id = new_session_id();
+        let store = Store::open(dir.path()).unwrap();
+        let append = Append {
+            events: vec![Published::new(1, raw(json))],
+            open_calls,
+            ..Append::default()
+        };
+        let logged = store.log(&id, &mut { append }).unwrap();
+        (dir, id, store, logged)
+    }
+
     #[test]
     fn logged_batches_survive_without_a_sled_flush() {
         let dir = tempfile::tempdir().unwrap();
@@ -459,14 +482,7 @@ mod tests {
 
     #[test]
     fn a_checkpoint_waits_for_logged_appends_to_reach_sled() {
-        let dir = tempfile::tempdir().unwrap();
-        let id = new_session_id();
-        let store = Store::open(dir.path()).unwrap();
-        let append = Append {
-            events: vec![Published::new(1, raw("{\"n\":1}"))],
-            ..Append::default()
-        };
-        let mut logged = store.log(&id, &mut { append }).unwrap();
+        let (dir, id, store, mut logged) = one_logged("{\"n\":1}", Vec::new());
         // Served from the tail before sled has it.
         assert_eq!(store.last_seq(&id).unwrap(), 1);
         assert_eq!(store.events(&id, 0, 1).unwrap()[0].1.get(), "{\"n\":1}");
@@ -488,14 +504,7 @@ mod tests {
 
     #[test]
     fn a_segment_left_behind_is_deleted_by_a_later_checkpoint() {
-        let dir = tempfile::tempdir().unwrap();
-        let id = new_session_id();
-        let store = Store::open(dir.path()).unwrap();
-        let append = Append {
-            events: vec![Published::new(1, raw("{}"))],
-            ..Append::default()
-        };
-        let mut logged = store.log(&id, &mut { append }).unwrap();
+        let (dir, id, store, mut logged) = one_logged("{}", Vec::new());
         // Nothing applies it: the checkpoint gives up waiting, not fails.
         assert_eq!(
             store.checkpoint().unwrap(),
@@ -514,15 +523,9 @@ mod tests {
 
     #[test]
     fn an_append_dropped_before_sled_is_replayed_by_the_next_checkpoint() {
-        let dir = tempfile::tempdir().unwrap();
-        let id = new_session_id();
-        let store = Store::open(dir.path()).unwrap();
-        let append = Append {
-            events: vec![Published::new(1, raw("{}"))],
-            open_calls: vec![("call-1".to_owned(), Some(b"x".to_vec()))],
-            ..Append::default()
-        };
-        drop(store.log(&id, &mut { append }).unwrap());
+        let (dir, id, store, logged) =
+            one_logged("{}", vec![("call-1".to_owned(), Some(b"x".to_vec()))]);
+        drop(logged);
         assert!(store.is_broken());
         store.checkpoint().unwrap();
         assert!(!store.is_broken(), "the checkpoint recovered");
