@@ -1,4 +1,6 @@
-//! Giving freed heap memory back to the system.
+//! How the daemon uses glibc's heap: large buffers are reused while work
+//! comes ([`keep_large_buffers`]), and freed memory goes back to the system
+//! once it stops ([`trim`]).
 //!
 //! glibc's allocator keeps what a burst freed in its arenas (one per thread
 //! that allocated, up to 8 per core) and returns it only when the top of an
