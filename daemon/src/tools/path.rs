@@ -193,11 +193,22 @@ pub fn exists_confined(root: &Path, path: &Path) -> bool {
     open_confined(root, path, OFlags::PATH).is_ok()
 }
 
+/// Opens a file confined to `root` (see [`open_confined`]) and returns it
+/// with what it is now (`fstat` on the opened file, not the path).
+pub fn open_confined_file(
+    root: &Path,
+    path: &Path,
+    flags: OFlags,
+) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
+    let file = std::fs::File::from(open_confined(root, path, flags)?);
+    let meta = file.metadata()?;
+    Ok((file, meta))
+}
+
 /// Reads a whole file confined to `root` (see [`open_confined`]).
 pub fn read_confined(root: &Path, path: &Path) -> std::io::Result<Vec<u8>> {
-    let file = std::fs::File::from(open_confined(root, path, OFlags::RDONLY)?);
-    let len = file.metadata()?.len();
-    read_sized(&file, len)
+    let (file, meta) = open_confined_file(root, path, OFlags::RDONLY)?;
+    read_sized(&file, meta.len())
 }
 
 /// Reads `file` to its end, `len` being its size as just seen by `fstat`:

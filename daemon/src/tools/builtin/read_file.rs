@@ -188,11 +188,7 @@ impl ReadFileInvocation {
         // Non-blocking: a FIFO swapped in since validation must not hang
         // the open (for a regular file the flag changes nothing).
         let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK;
-        let fd = super::path::open_confined(&self.root, &self.path, flags)
-            .map_err(|e| common::io_error("read", &self.path, &e))?;
-        let file = std::fs::File::from(fd);
-        let meta = file
-            .metadata()
+        let (file, meta) = super::path::open_confined_file(&self.root, &self.path, flags)
             .map_err(|e| common::io_error("read", &self.path, &e))?;
         if !meta.is_file() {
             return Err(ToolError::invalid(format!(

@@ -176,14 +176,12 @@ fn load_one(plan: &Plan, path: &Path, explicit: bool, held: &AtomicUsize) -> Loa
         return Loaded::OverCap;
     }
     // One path lookup: the size comes from the opened file.
-    let Ok(fd) = super::super::path::open_confined(&plan.root, path, rustix::fs::OFlags::RDONLY)
+    let Ok((file, meta)) =
+        super::super::path::open_confined_file(&plan.root, path, rustix::fs::OFlags::RDONLY)
     else {
         return Loaded::Unreadable;
     };
-    let file = std::fs::File::from(fd);
-    let Ok(size) = file.metadata().map(|m| m.len()) else {
-        return Loaded::Unreadable;
-    };
+    let size = meta.len();
     if size > MAX_FILE_BYTES {
         return Loaded::TooLarge;
     }
