@@ -498,11 +498,9 @@ impl Store {
             })?;
             out.push((seq, raw));
         }
-        if !unapplied.is_empty() {
-            for event in unapplied {
-                if let Err(at) = out.binary_search_by_key(&event.seq, |(seq, _)| *seq) {
-                    out.insert(at, (event.seq, event.json.clone()));
-                }
+        for event in unapplied {
+            if let Err(at) = out.binary_search_by_key(&event.seq, |(seq, _)| *seq) {
+                out.insert(at, (event.seq, event.json.clone()));
             }
         }
         Ok(out)
@@ -631,21 +629,16 @@ fn apply(
     };
     // A call opened and closed in the same append (a quick call) never
     // needs its marker: no prefix of this append leaves it executing.
-    let closed = |call_id: &str| {
+    // Whether this append also opens (`true`) or closes (`false`) the call.
+    let also = |call_id: &str, opens: bool| {
         append
             .open_calls
             .iter()
-            .any(|(id, open)| id == call_id && open.is_none())
-    };
-    let opened = |call_id: &str| {
-        append
-            .open_calls
-            .iter()
-            .any(|(id, open)| id == call_id && open.is_some())
+            .any(|(id, open)| id == call_id && open.is_some() == opens)
     };
     for (call_id, open) in &append.open_calls {
         if let Some(saved) = open
-            && !closed(call_id)
+            && !also(call_id, false)
         {
             tree.insert(open_call_key(call_id), saved.as_slice())?;
         }
@@ -685,7 +678,7 @@ fn apply(
         tree.insert(event_key(id, seq), value)?;
     }
     for (call_id, open) in &append.open_calls {
-        if open.is_none() && !opened(call_id) {
+        if open.is_none() && !also(call_id, true) {
             tree.remove(open_call_key(call_id))?;
         }
     }
@@ -765,6 +758,36 @@ mod tests {
             interactive: true,
             created_at: 1,
         }
+    }
+
+    #[test]
+    fn a_call_opened_and_closed_in_one_append_leaves_no_marker() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let a = new_session_id();
+        let step = |seq: u64, open_calls: Vec<(String, Option<Vec<u8>>)>| Append {
+            events: vec![Published::new(seq, raw("{}"))],
+            open_calls,
+            ..Append::default()
+        };
+        let open = |id: &str| (id.to_owned(), Some(b"[\"read_file\",{}]".to_vec()));
+        let close = |id: &str| (id.to_owned(), None);
+        // A quick call: opened and finished in the same step.
+        store
+            .commit(&a, &step(1, vec![open("call-1"), close("call-1")]))
+            .unwrap();
+        assert!(store.open_calls(&a).unwrap().is_empty());
+        // A call that waits: open in one step, closed in a later one.
+        store.commit(&a, &step(2, vec![open("call-2")])).unwrap();
+        let ids: Vec<String> = store
+            .open_calls(&a)
+            .unwrap()
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect();
+        assert_eq!(ids, ["call-2"]);
+        store.commit(&a, &step(3, vec![close("call-2")])).unwrap();
+        assert!(store.open_calls(&a).unwrap().is_empty());
     }
 
     #[test]
