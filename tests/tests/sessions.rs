@@ -256,3 +256,63 @@ async fn kill_9_and_restart_keep_sessions_and_events() {
         .unwrap();
     assert_eq!(done.outcome.unwrap().state, CallState::Success);
 }
+
+#[tokio::test]
+async fn large_results_survive_kill_9_unchanged() {
+    let mut d = TestDaemon::start();
+    // Results of about 3 MB and 400 KB: stored out of line, the large ones
+    // around the page cache at block boundaries, the middle one buffered,
+    // so the file holds both kinds one after the other.
+    let line = "the quick brown fox \"jumps\" over the lazy dog\n";
+    for (dir, files, lines) in [("big", 3, 24_000), ("mid", 1, 9_000)] {
+        std::fs::create_dir_all(d.workspace.join(dir)).unwrap();
+        for i in 0..files {
+            std::fs::write(
+                d.workspace.join(format!("{dir}/{i}.txt")),
+                line.repeat(lines),
+            )
+            .unwrap();
+        }
+    }
+    let (session, seen) = {
+        let c = d.client().await;
+        let session = new_session(&c, &d.workspace).await;
+        let mut sub = c.subscribe_session(session.clone(), None).await.unwrap();
+        let mut seen = Vec::new();
+        for dir in ["big", "mid", "big"] {
+            let call = c
+                .call_tool(
+                    session.clone(),
+                    "read_many_files".into(),
+                    Some(json!({"paths": [format!("{dir}/*.txt")]})),
+                    None,
+                )
+                .await
+                .unwrap()
+                .call_id;
+            seen.extend(collect_until(&mut sub, |e| is_final(e, &call)).await);
+        }
+        (session, seen)
+    };
+    let sizes: Vec<usize> = seen
+        .iter()
+        .filter(
+            |e| matches!(&e.payload, EventPayload::ToolCall(c) if c.state == CallState::Success),
+        )
+        .map(|e| serde_json::to_string(e).unwrap().len())
+        .collect();
+    assert_eq!(sizes.len(), 3, "three calls succeeded");
+    assert!(sizes[0] > 3_000_000 && sizes[2] > 3_000_000, "{sizes:?}");
+    assert!((300_000..1_000_000).contains(&sizes[1]), "{sizes:?}");
+    d.kill9();
+    d.spawn();
+
+    let c = d.client().await;
+    let mut sub = c.subscribe_session(session.clone(), None).await.unwrap();
+    let replayed = collect_until(&mut sub, |e| e.seq == seen.last().unwrap().seq).await;
+    assert_eq!(
+        &replayed[replayed.len() - seen.len()..],
+        &seen[..],
+        "every large result reads back as it was sent"
+    );
+}
