@@ -459,6 +459,10 @@ struct Conn {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
     next_id: u64,
+    /// The answer line, kept between calls as a long-running client keeps
+    /// its buffers: a fresh 16 MB buffer per call would time this
+    /// process's page faults, not the daemon.
+    line: String,
 }
 
 struct Answer {
@@ -502,6 +506,7 @@ impl Conn {
             reader: BufReader::with_capacity(1 << 20, stream.try_clone().expect("clone")),
             writer: stream,
             next_id: 1,
+            line: String::new(),
         };
         let (_, a) = conn.request("daemon.initialize", json!({}));
         assert!(a.error().is_none(), "initialize: {:?}", a.error());
@@ -516,12 +521,12 @@ impl Conn {
         let mut line =
             json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
         line.push('\n');
-        let mut buf = String::new();
         let started = Instant::now();
         self.writer.write_all(line.as_bytes()).expect("write");
+        let buf = &mut self.line;
         loop {
             buf.clear();
-            let got = self.reader.read_line(&mut buf).expect("read");
+            let got = self.reader.read_line(buf).expect("read");
             assert!(got > 0, "the daemon closed the connection");
             // No subscriptions on this connection: the next line is ours.
             if !buf.contains("\"method\"") || buf.contains(&format!("\"id\":{id}")) {
@@ -529,7 +534,7 @@ impl Conn {
             }
         }
         let elapsed = started.elapsed();
-        let value: Value = serde_json::from_str(&buf).expect("an answer");
+        let value: Value = serde_json::from_str(buf).expect("an answer");
         (
             elapsed,
             Answer {
