@@ -61,17 +61,9 @@ impl Blobs {
     /// length before the write is where the bytes land.
     pub fn put(&self, session: &str, json: &[u8]) -> std::io::Result<Vec<u8>> {
         let path = self.path(session);
-        let mut file = OpenOptions::new().create(true).append(true).open(&path)?;
-        let end = file.metadata()?.len();
-        let offset = match self.put_direct(&path, end, json) {
+        let offset = match self.put_direct(&path, json) {
             Some(offset) => offset,
-            None => {
-                // A direct write that failed part way may have grown the
-                // file: the append lands at its end as it is now.
-                let at = file.metadata()?.len();
-                file.write_all(json)?;
-                at
-            }
+            None => append_buffered(&path, json)?,
         };
         let mut marker = Vec::with_capacity(MARKER_LEN);
         marker.push(0);
@@ -80,23 +72,27 @@ impl Blobs {
         Ok(marker)
     }
 
-    /// Writes `json` with `O_DIRECT` at the first block boundary from `end`
-    /// (the gap before it stays a hole); the offset, or None when it is
-    /// too small to be worth it or the file system refuses. A refused
-    /// write leaves nothing the marker could point at, and the caller
+    /// Writes `json` with `O_DIRECT` at the first block boundary from the
+    /// file's end (the gap before it stays a hole); the offset, or None
+    /// when it is too small to be worth it or the file system refuses. A
+    /// refused write leaves nothing a marker points at, and the caller
     /// appends it buffered instead.
-    fn put_direct(&self, path: &Path, end: u64, json: &[u8]) -> Option<u64> {
+    fn put_direct(&self, path: &Path, json: &[u8]) -> Option<u64> {
         if json.len() < DIRECT_MIN || !self.direct.load(Ordering::Relaxed) {
             return None;
         }
-        let file = OpenOptions::new()
+        let written = OpenOptions::new()
+            .create(true)
             .write(true)
             .custom_flags(libc::O_DIRECT)
-            .open(path);
-        let offset = end.next_multiple_of(BLOCK as u64);
-        let written = file.and_then(|f| f.write_all_at(&aligned_copy(json), offset));
+            .open(path)
+            .and_then(|file| {
+                let offset = file.metadata()?.len().next_multiple_of(BLOCK as u64);
+                file.write_all_at(&aligned_copy(json), offset)?;
+                Ok(offset)
+            });
         match written {
-            Ok(()) => Some(offset),
+            Ok(offset) => Some(offset),
             Err(e) => {
                 if e.raw_os_error() == Some(libc::EINVAL) {
                     // The file system does not do direct IO (a tmpfs before
@@ -128,6 +124,15 @@ impl Blobs {
             Ok(()) | Err(_) => Ok(()),
         }
     }
+}
+
+/// Appends `json` through the page cache; where it landed. A direct write
+/// that failed part way may have grown the file: the append goes after it.
+fn append_buffered(path: &Path, json: &[u8]) -> std::io::Result<u64> {
+    let mut file = OpenOptions::new().create(true).append(true).open(path)?;
+    let at = file.metadata()?.len();
+    file.write_all(json)?;
+    Ok(at)
 }
 
 /// `json` in a block-aligned buffer, its length padded with zeros to whole
