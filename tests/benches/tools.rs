@@ -459,10 +459,10 @@ struct Conn {
     reader: BufReader<UnixStream>,
     writer: UnixStream,
     next_id: u64,
-    /// The answer line, kept between calls as a long-running client keeps
+    /// The answer line's buffer, kept between calls as a long-running client keeps
     /// its buffers: a fresh 16 MB buffer per call would time this
     /// process's page faults, not the daemon.
-    line: String,
+    answer: String,
 }
 
 struct Answer {
@@ -506,7 +506,7 @@ impl Conn {
             reader: BufReader::with_capacity(1 << 20, stream.try_clone().expect("clone")),
             writer: stream,
             next_id: 1,
-            line: String::new(),
+            answer: String::new(),
         };
         let (_, a) = conn.request("daemon.initialize", json!({}));
         assert!(a.error().is_none(), "initialize: {:?}", a.error());
@@ -523,7 +523,7 @@ impl Conn {
         line.push('\n');
         let started = Instant::now();
         self.writer.write_all(line.as_bytes()).expect("write");
-        let buf = &mut self.line;
+        let buf = &mut self.answer;
         loop {
             buf.clear();
             let got = self.reader.read_line(buf).expect("read");

@@ -260,9 +260,9 @@ async fn kill_9_and_restart_keep_sessions_and_events() {
 #[tokio::test]
 async fn large_results_survive_kill_9_unchanged() {
     let mut d = TestDaemon::start();
-    // Results of about 3 MB and 400 KB: stored out of line, the large ones
-    // around the page cache at block boundaries, the middle one buffered,
-    // so the file holds both kinds one after the other.
+    // Results of about 3 MB and 400 KB, both stored out of line: the large
+    // ones with direct writes where the file system allows them (blobs.rs
+    // tests that they are), the middle one buffered between them.
     let line = "the quick brown fox \"jumps\" over the lazy dog\n";
     for (dir, files, lines) in [("big", 3, 24_000), ("mid", 1, 9_000)] {
         std::fs::create_dir_all(d.workspace.join(dir)).unwrap();
