@@ -306,6 +306,41 @@ async fn read_many_files() {
     ]).await;
 }
 
+/// The daemon keeps directory listings between calls (once a directory
+/// has been unchanged for a second): a second read must still see every
+/// change made since the first, and a directory swapped for a symlink out
+/// of the workspace must not lead anywhere.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_many_files_sees_changes_after_a_warm_read() {
+    let b = Bench::new().await;
+    fixture(&b);
+    b.write("deep/er/one.rs", "// one\n");
+    b.write("deep/er/two.rs", "// two\n");
+    b.write("swap/inside.rs", "// inside\n");
+    let outside = b.ws().parent().unwrap().join("elsewhere");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("secret.rs"), "// secret outside\n").unwrap();
+    // Old enough for the daemon to keep the listings.
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    let args = json!({"paths": ["**/*.rs"]});
+    let first = text_of(&b.call("read_many_files", args.clone()).await);
+    for name in ["one.rs", "two.rs", "inside.rs", "sub/b.rs"] {
+        assert!(first.contains(name), "{name} in {first}");
+    }
+    b.write("deep/er/three.rs", "// three\n");
+    std::fs::remove_file(b.ws().join("deep/er/one.rs")).unwrap();
+    b.write(".gitignore", "ignored.log\ntwo.rs\n");
+    std::fs::remove_dir_all(b.ws().join("swap")).unwrap();
+    std::os::unix::fs::symlink(&outside, b.ws().join("swap")).unwrap();
+    let second = text_of(&b.call("read_many_files", args).await);
+    assert!(second.contains("// three"), "{second}");
+    assert!(!second.contains("// one"), "{second}");
+    assert!(!second.contains("// two"), "{second}");
+    assert!(!second.contains("inside.rs"), "{second}");
+    assert!(!second.contains("secret"), "{second}");
+    assert!(second.contains("sub/b.rs"), "{second}");
+}
+
 #[rustfmt::skip]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn search_file_content() {

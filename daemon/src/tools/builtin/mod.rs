@@ -9,8 +9,10 @@ use super::{contract, path};
 
 use contract::Tool;
 
+pub mod cached_walk;
 pub mod common;
 pub mod diff;
+pub mod dir_cache;
 pub mod glob;
 mod glob_walk;
 pub mod grep;

@@ -2,6 +2,7 @@
 //! directories and globs, each under a `--- <path> ---` header.
 
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
@@ -14,6 +15,7 @@ use super::contract::{
     ConfirmationDetails, OutputSink, Tool, ToolContext, ToolError, ToolInvocation, ToolKind,
     ToolLocation, ToolResult,
 };
+use super::dir_cache::DirCache;
 use super::path::resolve_in_workspace;
 use super::walk::DEFAULT_EXCLUDES;
 
@@ -37,6 +39,9 @@ pub struct ReadManyFilesParams {
 
 pub struct ReadManyFilesTool {
     schema: Value,
+    /// Listings kept between calls: a repeated read of a large tree skips
+    /// the directories that did not change.
+    listings: Arc<DirCache>,
 }
 
 impl Default for ReadManyFilesTool {
@@ -81,7 +86,10 @@ impl ReadManyFilesTool {
             },
             "required": ["paths"]
         });
-        ReadManyFilesTool { schema }
+        ReadManyFilesTool {
+            schema,
+            listings: Arc::new(DirCache::new()),
+        }
     }
 }
 
@@ -148,7 +156,11 @@ impl Tool for ReadManyFilesTool {
         plan.exclude = excludes
             .build()
             .map_err(|e| ToolError::invalid(format!("`exclude` patterns are invalid: {e}")))?;
-        Ok(Box::new(ReadManyFilesInvocation { plan, params }))
+        Ok(Box::new(ReadManyFilesInvocation {
+            plan,
+            params,
+            listings: self.listings.clone(),
+        }))
     }
 }
 
@@ -252,6 +264,7 @@ impl Plan {
 pub struct ReadManyFilesInvocation {
     plan: Plan,
     params: ReadManyFilesParams,
+    listings: Arc<DirCache>,
 }
 
 #[async_trait]
@@ -293,7 +306,10 @@ impl ToolInvocation for ReadManyFilesInvocation {
         _output: OutputSink,
     ) -> Result<ToolResult, ToolError> {
         let token = cancel.clone();
-        common::blocking(&cancel, move || collect::run(&self.plan, &token)).await
+        common::blocking(&cancel, move || {
+            collect::run(&self.plan, &self.listings, &token)
+        })
+        .await
     }
 }
 

@@ -2,15 +2,15 @@
 //! formatting.
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use base64::Engine;
-use ignore::WalkState;
 use tokio_util::sync::CancellationToken;
 
+use super::super::cached_walk::CachedWalk;
 use super::super::common::{self, FileClass, MAX_FILE_BYTES};
 use super::super::contract::{ContentPart, ToolDisplay, ToolError, ToolResult};
+use super::super::dir_cache::{DirCache, Kind};
 use super::super::path::{display_relative, exists_confined as confined};
 use super::super::walk::{self, Filtering};
 use super::{MAX_TOTAL_TEXT_BYTES, Plan};
@@ -28,7 +28,11 @@ struct Skipped {
     unreadable: Vec<String>,
 }
 
-pub fn run(plan: &Plan, cancel: &CancellationToken) -> Result<ToolResult, ToolError> {
+pub fn run(
+    plan: &Plan,
+    listings: &DirCache,
+    cancel: &CancellationToken,
+) -> Result<ToolResult, ToolError> {
     let mut skipped = Skipped::default();
     let mut files: Vec<(PathBuf, bool)> = Vec::new();
     for path in &plan.explicit {
@@ -38,7 +42,11 @@ pub fn run(plan: &Plan, cancel: &CancellationToken) -> Result<ToolResult, ToolEr
             files.push((path.clone(), true));
         }
     }
-    files.extend(walk_globs(plan).into_iter().map(|p| (p, false)));
+    files.extend(
+        walk_globs(plan, listings, cancel)
+            .into_iter()
+            .map(|p| (p, false)),
+    );
     // Sorted by path; an explicitly named file wins over the same file
     // found by a pattern (it may be media that was asked for).
     files.sort_by(|a, b| a.0.cmp(&b.0).then(b.1.cmp(&a.1)));
@@ -248,81 +256,53 @@ fn notes(plan: &Plan, s: &Skipped) -> Vec<String> {
     out
 }
 
-/// Walks the base directory of every pattern once (in parallel) and keeps
-/// the files a pattern matches and no exclude does.
-fn walk_globs(plan: &Plan) -> Vec<PathBuf> {
+/// Walks the base directory of every pattern once (over cached listings,
+/// see [`DirCache`]) and keeps the files a pattern matches and no exclude
+/// does.
+fn walk_globs(plan: &Plan, listings: &DirCache, cancel: &CancellationToken) -> Vec<PathBuf> {
     let mut bases: Vec<&PathBuf> = plan.globs.iter().map(|(b, _)| b).collect();
     bases.sort();
     bases.dedup();
     // A base inside another base is covered by the outer walk.
-    let bases: Vec<&PathBuf> = bases
+    let bases: Vec<&Path> = bases
         .iter()
         .filter(|b| !bases.iter().any(|o| o != *b && b.starts_with(o)))
-        .copied()
         .filter(|b| b.is_dir())
+        .map(|b| b.as_path())
         .collect();
-    let Some((first, rest)) = bases.split_first() else {
-        return Vec::new();
+    // Prune an excluded directory (`**/node_modules/**`) by asking whether
+    // a file inside it would be excluded.
+    let enter = |dir: &Path| {
+        let rel = dir.strip_prefix(&plan.root).unwrap_or(dir);
+        !plan.exclude.is_match(rel.join("\u{0}"))
     };
-    let filtering = Filtering {
-        git: plan.respect_git,
-        gemini: true,
-    };
-    let mut builder = walk::walker(first, filtering, true);
-    for b in rest {
-        builder.add(b);
-    }
-    let (root, exclude) = (plan.root.clone(), plan.exclude.clone());
-    builder.threads(2).filter_entry(move |e| {
-        if walk::is_git_dir(e) || common::is_temp_name(e.file_name()) {
+    let keep = |path: &Path, kind: Kind| {
+        if !wanted(plan, path) {
             return false;
         }
-        // Prune an excluded directory (`**/node_modules/**`) by asking
-        // whether a file inside it would be excluded.
-        if e.file_type().is_some_and(|t| t.is_dir()) {
-            let rel = e.path().strip_prefix(&root).unwrap_or(e.path());
-            return !exclude.is_match(rel.join("\u{0}"));
+        match kind {
+            // Only links whose target is a file inside the workspace.
+            Kind::Symlink => {
+                path.canonicalize().is_ok_and(|t| t.is_file()) && confined(&plan.root, path)
+            }
+            // A directory swapped for a symlink mid-walk can send the walk
+            // outside: what it finds there is not even named.
+            _ => confined(&plan.root, path),
         }
-        true
-    });
-    let found = Mutex::new(Vec::new());
-    builder.build_parallel().run(|| {
-        let found = &found;
-        Box::new(move |entry| {
-            let Ok(entry) = entry else {
-                return WalkState::Continue;
-            };
-            let Some(ft) = entry.file_type() else {
-                return WalkState::Continue;
-            };
-            if !wanted(plan, entry.path()) {
-                return WalkState::Continue;
-            }
-            let path = if ft.is_symlink() {
-                // Only links whose target is a file inside the workspace.
-                match entry.path().canonicalize() {
-                    Ok(t) if t.is_file() && confined(&plan.root, entry.path()) => {
-                        entry.path().to_path_buf()
-                    }
-                    _ => return WalkState::Continue,
-                }
-            } else if ft.is_file() {
-                // A directory swapped for a symlink mid-walk can send the
-                // walker outside: what it finds there is not even named.
-                if !confined(&plan.root, entry.path()) {
-                    return WalkState::Continue;
-                }
-                entry.path().to_path_buf()
-            } else {
-                return WalkState::Continue;
-            };
-            if let Ok(mut v) = found.lock() {
-                v.push(path);
-            }
-            WalkState::Continue
-        })
-    });
-    found.into_inner().unwrap_or_default()
+    };
+    let walk = CachedWalk {
+        cache: listings,
+        filtering: Filtering {
+            git: plan.respect_git,
+            gemini: true,
+        },
+        enter: &enter,
+        keep: &keep,
+    };
+    walk.run(&bases, cancel)
+        .into_iter()
+        .map(|(path, _)| path)
+        .collect()
 }
 
 fn wanted(plan: &Plan, path: &Path) -> bool {

@@ -1,0 +1,265 @@
+//! A directory walk over [`DirCache`] listings that honours `.gitignore`,
+//! `.git/info/exclude` and `.geminiignore` exactly as the `ignore` crate's
+//! walker does with the options of [`walk::walker`], so a tool can switch
+//! between the two without a visible difference.
+//!
+//! Precedence, as in `ignore`: every directory from the file's own up to
+//! `/` may hold rules; the deepest `.geminiignore` rule that matches
+//! decides; if none does, the deepest `.gitignore` rule; then `.git/info/
+//! exclude`. A directory that is ignored is not entered. The walk never
+//! follows symlinks; it reports them to the caller.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+
+use ignore::Match;
+use ignore::gitignore::Gitignore;
+use tokio_util::sync::CancellationToken;
+
+use super::common;
+use super::dir_cache::{DirCache, Kind, Listing};
+use super::walk::{Filtering, GEMINI_IGNORE, GIT_IGNORE};
+
+/// The rules that apply in one directory, chained to its parent's. Only
+/// directories that add rules get a layer of their own.
+struct Layer {
+    gemini: Option<Arc<Gitignore>>,
+    git: Option<Arc<Gitignore>>,
+    exclude: Option<Arc<Gitignore>>,
+    parent: Option<Arc<Layer>>,
+}
+
+impl Layer {
+    fn ignores(self: &Arc<Self>, path: &Path, is_dir: bool) -> bool {
+        let (mut git, mut exclude) = (Match::None, Match::None);
+        let mut layer = Some(self);
+        while let Some(l) = layer {
+            if let Some(m) = &l.gemini {
+                match m.matched(path, is_dir) {
+                    Match::None => {}
+                    decided => return decided.is_ignore(),
+                }
+            }
+            if git.is_none()
+                && let Some(m) = &l.git
+            {
+                git = m.matched(path, is_dir);
+            }
+            if exclude.is_none()
+                && let Some(m) = &l.exclude
+            {
+                exclude = m.matched(path, is_dir);
+            }
+            layer = l.parent.as_ref();
+        }
+        git.or(exclude).is_ignore()
+    }
+}
+
+/// What a walk over some bases is asked to do.
+pub struct CachedWalk<'a> {
+    pub cache: &'a DirCache,
+    pub filtering: Filtering,
+    /// Whether to enter a directory (already known not to be ignored).
+    pub enter: &'a (dyn Fn(&Path) -> bool + Sync),
+    /// Whether to report a file or symlink (already known not to be ignored).
+    pub keep: &'a (dyn Fn(&Path, Kind) -> bool + Sync),
+}
+
+impl CachedWalk<'_> {
+    /// Walks every base (a directory, canonical) on two threads and returns
+    /// the kept files and symlinks, in no particular order. `.git`
+    /// directories and the daemon's temp files are never reported. Empty
+    /// when cancelled.
+    pub fn run(&self, bases: &[&Path], cancel: &CancellationToken) -> Vec<(PathBuf, Kind)> {
+        let jobs: Vec<Job> = bases
+            .iter()
+            .map(|b| Job {
+                dir: b.to_path_buf(),
+                rules: self.ancestor_rules(b),
+            })
+            .collect();
+        let queue = Queue {
+            state: Mutex::new((jobs, 0)),
+            ready: Condvar::new(),
+        };
+        let found: Vec<(PathBuf, Kind)> = std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..2)
+                .map(|_| scope.spawn(|| self.work(&queue, cancel)))
+                .collect();
+            workers
+                .into_iter()
+                .flat_map(|w| w.join().unwrap_or_default())
+                .collect()
+        });
+        if cancel.is_cancelled() {
+            return Vec::new();
+        }
+        found
+    }
+
+    fn work(&self, queue: &Queue, cancel: &CancellationToken) -> Vec<(PathBuf, Kind)> {
+        let mut found = Vec::new();
+        while let Some(job) = queue.take() {
+            // Finishes the job even if listing it panics, so the other
+            // worker is not left waiting for it.
+            let mut done = Finished {
+                queue,
+                children: Vec::new(),
+            };
+            if !cancel.is_cancelled() {
+                done.children = self.visit(job, &mut found);
+            }
+        }
+        found
+    }
+
+    /// Lists one directory: reports its files, returns its subdirectories.
+    fn visit(&self, job: Job, found: &mut Vec<(PathBuf, Kind)>) -> Vec<Job> {
+        let Ok(listing) = self.cache.listing(&job.dir) else {
+            return Vec::new();
+        };
+        let rules = self.layer(&job.dir, &listing, job.rules);
+        let mut children = Vec::new();
+        for entry in &listing.entries {
+            if common::is_temp_name(&entry.name) {
+                continue;
+            }
+            let path = job.dir.join(&entry.name);
+            let is_dir = entry.kind == Kind::Dir;
+            if rules.as_ref().is_some_and(|r| r.ignores(&path, is_dir)) {
+                continue;
+            }
+            match entry.kind {
+                Kind::Dir if entry.name != ".git" && (self.enter)(&path) => children.push(Job {
+                    dir: path,
+                    rules: rules.clone(),
+                }),
+                Kind::File | Kind::Symlink if (self.keep)(&path, entry.kind) => {
+                    found.push((path, entry.kind))
+                }
+                _ => {}
+            }
+        }
+        children
+    }
+
+    /// The rules of every directory above `base`, from `/` down.
+    fn ancestor_rules(&self, base: &Path) -> Option<Arc<Layer>> {
+        let mut above: Vec<&Path> = base.ancestors().skip(1).collect();
+        above.reverse();
+        let mut rules = None;
+        for dir in above {
+            if let Ok(listing) = self.cache.listing(dir) {
+                rules = self.layer(dir, &listing, rules);
+            }
+        }
+        rules
+    }
+
+    /// `parent`'s rules plus those of the ignore files `dir` holds.
+    fn layer(
+        &self,
+        dir: &Path,
+        listing: &Listing,
+        parent: Option<Arc<Layer>>,
+    ) -> Option<Arc<Layer>> {
+        let load = |wanted: bool, name: &str| {
+            (wanted && listing.has(name))
+                .then(|| self.cache.ignore_file(dir, &dir.join(name)))
+                .flatten()
+                .filter(|g| !g.is_empty())
+        };
+        let gemini = load(self.filtering.gemini, GEMINI_IGNORE);
+        let git = load(self.filtering.git, GIT_IGNORE);
+        let exclude = match listing.kind_of(".git") {
+            Some(kind) if self.filtering.git => git_exclude(dir, kind)
+                .and_then(|file| self.cache.ignore_file(dir, &file))
+                .filter(|g| !g.is_empty()),
+            _ => None,
+        };
+        if gemini.is_none() && git.is_none() && exclude.is_none() {
+            return parent;
+        }
+        Some(Arc::new(Layer {
+            gemini,
+            git,
+            exclude,
+            parent,
+        }))
+    }
+}
+
+/// Where the repository at `dir` keeps `info/exclude`: in `.git`, or for a
+/// linked worktree (`.git` is a file naming the git dir) in the common
+/// dir that git dir names; none when that cannot be worked out.
+fn git_exclude(dir: &Path, dot_git: Kind) -> Option<PathBuf> {
+    match dot_git {
+        Kind::Dir => Some(dir.join(".git/info/exclude")),
+        Kind::File => {
+            let text = std::fs::read_to_string(dir.join(".git")).ok()?;
+            let git_dir = PathBuf::from(text.lines().next()?.strip_prefix("gitdir: ")?);
+            let common = std::fs::read_to_string(git_dir.join("commondir")).ok()?;
+            let common = Path::new(common.lines().next()?);
+            let common = if common.is_relative() {
+                git_dir.join(common)
+            } else {
+                common.to_path_buf()
+            };
+            Some(common.join("info/exclude"))
+        }
+        _ => None,
+    }
+}
+
+/// One directory still to list, with the rules of the directories above it.
+struct Job {
+    dir: PathBuf,
+    rules: Option<Arc<Layer>>,
+}
+
+/// A shared stack of directories (depth first, so the stack stays small)
+/// and the number being listed; the walk ends when both are empty.
+struct Queue {
+    state: Mutex<(Vec<Job>, usize)>,
+    ready: Condvar,
+}
+
+impl Queue {
+    fn take(&self) -> Option<Job> {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        loop {
+            if let Some(job) = state.0.pop() {
+                state.1 += 1;
+                return Some(job);
+            }
+            if state.1 == 0 {
+                return None;
+            }
+            state = self.ready.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn finish(&self, children: Vec<Job>) {
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        state.0.extend(children);
+        state.1 -= 1;
+        self.ready.notify_all();
+    }
+}
+
+/// Hands a listed directory's subdirectories to the queue when dropped.
+struct Finished<'q> {
+    queue: &'q Queue,
+    children: Vec<Job>,
+}
+
+impl Drop for Finished<'_> {
+    fn drop(&mut self) {
+        self.queue.finish(std::mem::take(&mut self.children));
+    }
+}
+
+#[cfg(test)]
+#[path = "cached_walk_tests.rs"]
+mod tests;
