@@ -143,45 +143,77 @@ pub fn open_beneath(root: &Path, path: &Path, flags: OFlags) -> std::io::Result<
 /// checking that it resolves inside `root`, without a window in which a
 /// swapped symlink could redirect the open (see [`open_beneath`]).
 pub fn open_confined(root: &Path, path: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
-    if let Some(fd) = open_resolved_beneath(root, path, flags) {
-        return Ok(fd);
-    }
-    let canonical = path.canonicalize()?;
-    if !canonical.starts_with(root) {
-        return Err(outside(&path.display().to_string()));
-    }
-    open_beneath(root, &canonical, flags)
+    OpenRoot::new(root).open(path, flags)
 }
 
-/// The fast path of [`open_confined`]: one `openat2(RESOLVE_BENEATH |
-/// RESOLVE_NO_MAGICLINKS)` relative to the root, where the kernel resolves
-/// every component and fails anything that would leave the root, so no
-/// swap can redirect it. `None` when it cannot decide: the path is not
-/// spelled under the root, an absolute symlink (which may well point
-/// inside) or a magic link is on the way, the kernel lacks `openat2`, or
-/// the open failed for a reason the slow path reports better.
-fn open_resolved_beneath(root: &Path, path: &Path, flags: OFlags) -> Option<OwnedFd> {
-    use rustix::fs::ResolveFlags;
-    let rel = path.strip_prefix(root).ok()?;
-    let rel = if rel.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        rel
-    };
-    let dir = rustix::fs::open(
-        root,
-        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .ok()?;
-    rustix::fs::openat2(
-        &dir,
-        rel,
-        flags | OFlags::CLOEXEC,
-        Mode::empty(),
-        ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
-    )
-    .ok()
+/// The workspace root opened once, for the confined opens of one call
+/// ([`open_confined`] opens the root again each time).
+pub struct OpenRoot<'a> {
+    path: &'a Path,
+    /// `None` when the root cannot be opened: every open takes the slow
+    /// path, which reports why.
+    dir: Option<OwnedFd>,
+}
+
+impl<'a> OpenRoot<'a> {
+    pub fn new(root: &'a Path) -> Self {
+        let dir = rustix::fs::open(
+            root,
+            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .ok();
+        OpenRoot { path: root, dir }
+    }
+
+    /// [`open_confined`] under this root.
+    pub fn open(&self, path: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
+        if let Some(fd) = self.open_resolved_beneath(path, flags) {
+            return Ok(fd);
+        }
+        let canonical = path.canonicalize()?;
+        if !canonical.starts_with(self.path) {
+            return Err(outside(&path.display().to_string()));
+        }
+        open_beneath(self.path, &canonical, flags)
+    }
+
+    /// [`open_confined_file`] under this root.
+    pub fn open_file(
+        &self,
+        path: &Path,
+        flags: OFlags,
+    ) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
+        let file = std::fs::File::from(self.open(path, flags)?);
+        let meta = file.metadata()?;
+        Ok((file, meta))
+    }
+
+    /// The fast path of [`open_confined`]: one `openat2(RESOLVE_BENEATH |
+    /// RESOLVE_NO_MAGICLINKS)` relative to the root, where the kernel
+    /// resolves every component and fails anything that would leave the
+    /// root, so no swap can redirect it. `None` when it cannot decide: the
+    /// path is not spelled under the root, an absolute symlink (which may
+    /// well point inside) or a magic link is on the way, the kernel lacks
+    /// `openat2`, or the open failed for a reason the slow path reports
+    /// better.
+    fn open_resolved_beneath(&self, path: &Path, flags: OFlags) -> Option<OwnedFd> {
+        use rustix::fs::ResolveFlags;
+        let rel = path.strip_prefix(self.path).ok()?;
+        let rel = if rel.as_os_str().is_empty() {
+            Path::new(".")
+        } else {
+            rel
+        };
+        rustix::fs::openat2(
+            self.dir.as_ref()?,
+            rel,
+            flags | OFlags::CLOEXEC,
+            Mode::empty(),
+            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
+        )
+        .ok()
+    }
 }
 
 /// Whether `path` names something inside `root` right now. A plain
@@ -200,9 +232,7 @@ pub fn open_confined_file(
     path: &Path,
     flags: OFlags,
 ) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
-    let file = std::fs::File::from(open_confined(root, path, flags)?);
-    let meta = file.metadata()?;
-    Ok((file, meta))
+    OpenRoot::new(root).open_file(path, flags)
 }
 
 /// Reads a whole file confined to `root` (see [`open_confined`]).

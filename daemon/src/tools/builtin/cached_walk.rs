@@ -79,10 +79,7 @@ impl CachedWalk<'_> {
                 rules: self.ancestor_rules(b),
             })
             .collect();
-        let queue = Queue {
-            state: Mutex::new((jobs, 0)),
-            ready: Condvar::new(),
-        };
+        let queue = Queue::new(jobs);
         let found: Vec<(PathBuf, Kind)> = std::thread::scope(|scope| {
             let workers: Vec<_> = (0..2)
                 .map(|_| scope.spawn(|| self.work(&queue, cancel)))
@@ -218,33 +215,56 @@ struct Job {
     rules: Option<Arc<Layer>>,
 }
 
-/// A shared stack of directories (depth first, so the stack stays small)
-/// and the number being listed; the walk ends when both are empty.
+/// A shared stack of directories (depth first, so the stack stays small).
+/// The walk ends when the stack is empty and no directory is being listed.
 struct Queue {
-    state: Mutex<(Vec<Job>, usize)>,
+    state: Mutex<QueueState>,
     ready: Condvar,
 }
 
+#[derive(Default)]
+struct QueueState {
+    jobs: Vec<Job>,
+    listing: usize,
+    /// Workers asleep in `take`: only they need waking.
+    waiting: usize,
+}
+
 impl Queue {
+    fn new(jobs: Vec<Job>) -> Self {
+        Queue {
+            state: Mutex::new(QueueState {
+                jobs,
+                ..QueueState::default()
+            }),
+            ready: Condvar::new(),
+        }
+    }
+
     fn take(&self) -> Option<Job> {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
         loop {
-            if let Some(job) = state.0.pop() {
-                state.1 += 1;
+            if let Some(job) = state.jobs.pop() {
+                state.listing += 1;
                 return Some(job);
             }
-            if state.1 == 0 {
+            if state.listing == 0 {
                 return None;
             }
+            state.waiting += 1;
             state = self.ready.wait(state).unwrap_or_else(|e| e.into_inner());
+            state.waiting -= 1;
         }
     }
 
     fn finish(&self, children: Vec<Job>) {
         let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        state.0.extend(children);
-        state.1 -= 1;
-        self.ready.notify_all();
+        state.jobs.extend(children);
+        state.listing -= 1;
+        // Wake sleepers when there is work for them or the walk is over.
+        if state.waiting > 0 && (!state.jobs.is_empty() || state.listing == 0) {
+            self.ready.notify_all();
+        }
     }
 }
 

@@ -11,7 +11,7 @@ use super::super::cached_walk::CachedWalk;
 use super::super::common::{self, FileClass, MAX_FILE_BYTES};
 use super::super::contract::{ContentPart, ToolDisplay, ToolError, ToolResult};
 use super::super::dir_cache::{DirCache, Kind};
-use super::super::path::{display_relative, exists_confined as confined};
+use super::super::path::{OpenRoot, display_relative, exists_confined as confined};
 use super::super::walk::{self, Filtering};
 use super::{MAX_TOTAL_TEXT_BYTES, Plan};
 
@@ -73,6 +73,7 @@ pub fn run(
             Loaded::MediaNotAsked => skipped.media.push(rel),
             Loaded::TooLarge => skipped.too_large.push(rel),
             Loaded::Unreadable => skipped.unreadable.push(rel),
+            Loaded::Outside => {}
             Loaded::OverCap => skipped.over_cap.push(rel),
             Loaded::Media(mime, bytes) => {
                 text.push_str(&format!("--- {} ---\n", path.display()));
@@ -133,6 +134,9 @@ enum Loaded {
     MediaNotAsked,
     TooLarge,
     Unreadable,
+    /// Found through a directory swapped for a symlink out of the
+    /// workspace mid-walk: not even named.
+    Outside,
     OverCap,
 }
 
@@ -147,6 +151,7 @@ fn load_all(
 ) -> Result<Vec<Loaded>, ToolError> {
     let next = AtomicUsize::new(0);
     let held = AtomicUsize::new(0);
+    let root = OpenRoot::new(&plan.root);
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
     let mut results: Vec<(usize, Loaded)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
@@ -161,7 +166,7 @@ fn load_all(
                         if cancel.is_cancelled() {
                             break;
                         }
-                        out.push((i, load_one(plan, path, *explicit, &held)));
+                        out.push((i, load_one(plan, &root, path, *explicit, &held)));
                     }
                     out
                 })
@@ -179,15 +184,26 @@ fn load_all(
     Ok(results.into_iter().map(|(_, l)| l).collect())
 }
 
-fn load_one(plan: &Plan, path: &Path, explicit: bool, held: &AtomicUsize) -> Loaded {
+fn load_one(
+    plan: &Plan,
+    root: &OpenRoot,
+    path: &Path,
+    explicit: bool,
+    held: &AtomicUsize,
+) -> Loaded {
     if held.load(Ordering::Relaxed) > 2 * MAX_TOTAL_TEXT_BYTES {
         return Loaded::OverCap;
     }
     // One path lookup: the size comes from the opened file.
-    let Ok((file, meta)) =
-        super::super::path::open_confined_file(&plan.root, path, rustix::fs::OFlags::RDONLY)
-    else {
-        return Loaded::Unreadable;
+    let Ok((file, meta)) = root.open_file(path, rustix::fs::OFlags::RDONLY) else {
+        // Files the walk found are checked here, where they are opened,
+        // rather than each once more in the walk.
+        let inside = path.canonicalize().is_ok_and(|p| p.starts_with(&plan.root));
+        return if inside || explicit {
+            Loaded::Unreadable
+        } else {
+            Loaded::Outside
+        };
     };
     let size = meta.len();
     if size > MAX_FILE_BYTES {
@@ -276,19 +292,13 @@ fn walk_globs(plan: &Plan, listings: &DirCache, cancel: &CancellationToken) -> V
         let rel = dir.strip_prefix(&plan.root).unwrap_or(dir);
         !plan.exclude.is_match(rel.join("\u{0}"))
     };
+    // A directory swapped for a symlink mid-walk can send the walk
+    // outside: files found there are dropped when loading them fails.
     let keep = |path: &Path, kind: Kind| {
-        if !wanted(plan, path) {
-            return false;
-        }
-        match kind {
-            // Only links whose target is a file inside the workspace.
-            Kind::Symlink => {
-                path.canonicalize().is_ok_and(|t| t.is_file()) && confined(&plan.root, path)
-            }
-            // A directory swapped for a symlink mid-walk can send the walk
-            // outside: what it finds there is not even named.
-            _ => confined(&plan.root, path),
-        }
+        wanted(plan, path)
+            && (kind != Kind::Symlink
+                // Only links whose target is a file inside the workspace.
+                || path.canonicalize().is_ok_and(|t| t.is_file()) && confined(&plan.root, path))
     };
     let walk = CachedWalk {
         cache: listings,
@@ -309,5 +319,7 @@ fn wanted(plan: &Plan, path: &Path) -> bool {
     let Ok(rel) = path.strip_prefix(&plan.root) else {
         return false;
     };
-    plan.globs.iter().any(|(_, m)| m.is_match(rel)) && !plan.exclude.is_match(rel)
+    let rel = globset::Candidate::new(rel);
+    plan.globs.iter().any(|(_, m)| m.is_match_candidate(&rel))
+        && !plan.exclude.is_match_candidate(&rel)
 }
