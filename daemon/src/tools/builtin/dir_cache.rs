@@ -31,9 +31,13 @@ use rustix::fs::{AtFlags, CWD, Dir, FileType, Mode, OFlags, StatxFlags};
 /// listing to be kept (see the module doc).
 pub const RACY_MARGIN: Duration = Duration::from_secs(1);
 
-/// Beyond this many cached directories the cache starts over, bounding its
-/// memory (about 250 bytes a directory) whatever the daemon is asked to walk.
-const MAX_DIRS: usize = 65_536;
+/// Beyond this many cached entries (a directory counts as one more) the
+/// cache starts over, bounding its memory (about 64 bytes an entry with a
+/// short name: 32 for the entry, 32 for the name's allocation) whatever
+/// the daemon is asked to walk.
+const MAX_ENTRIES: usize = 200_000;
+/// Beyond this many parsed ignore files, that cache starts over.
+const MAX_IGNORE_FILES: usize = 4_096;
 
 /// What a directory entry is, from the listing (`d_type`), never following
 /// a symlink.
@@ -99,6 +103,13 @@ impl Listing {
     }
 }
 
+/// Listings by directory, with the number of entries they hold.
+#[derive(Default)]
+struct Listings {
+    by_dir: HashMap<PathBuf, Arc<Listing>>,
+    entries: usize,
+}
+
 /// Parsed ignore files by (directory they govern, file), with the stamp of
 /// the file they were parsed from.
 type RulesByFile = HashMap<(PathBuf, PathBuf), (Stamp, Arc<Gitignore>)>;
@@ -106,7 +117,7 @@ type RulesByFile = HashMap<(PathBuf, PathBuf), (Stamp, Arc<Gitignore>)>;
 /// The cache; one per tool that walks, shared by its calls.
 #[derive(Default)]
 pub struct DirCache {
-    dirs: Mutex<HashMap<PathBuf, Arc<Listing>>>,
+    dirs: Mutex<Listings>,
     ignores: Mutex<RulesByFile>,
     /// Device -> whether its file system's timestamps can be trusted.
     devices: Mutex<HashMap<(u32, u32), bool>>,
@@ -126,7 +137,7 @@ impl DirCache {
             return Err(rustix::io::Errno::NOTDIR.into());
         }
         let stamp = Stamp::of(&st);
-        if let Some(hit) = lock(&self.dirs).get(dir)
+        if let Some(hit) = lock(&self.dirs).by_dir.get(dir)
             && hit.stamp == stamp
         {
             return Ok(hit.clone());
@@ -135,10 +146,14 @@ impl DirCache {
         let listing = Arc::new(read_listing(dir)?);
         if listing.stamp.settled(began) && self.trusted_device(dir, listing.stamp.dev) {
             let mut dirs = lock(&self.dirs);
-            if dirs.len() >= MAX_DIRS {
-                dirs.clear();
+            let size = listing.entries.len() + 1;
+            if dirs.entries + size > MAX_ENTRIES {
+                *dirs = Listings::default();
             }
-            dirs.insert(dir.to_path_buf(), listing.clone());
+            dirs.entries += size;
+            if let Some(old) = dirs.by_dir.insert(dir.to_path_buf(), listing.clone()) {
+                dirs.entries -= old.entries.len() + 1;
+            }
         }
         Ok(listing)
     }
@@ -164,7 +179,7 @@ impl DirCache {
         let rules = Arc::new(builder.build().ok()?);
         if stamp.settled(began) && self.trusted_device(file, stamp.dev) {
             let mut ignores = lock(&self.ignores);
-            if ignores.len() >= MAX_DIRS {
+            if ignores.len() >= MAX_IGNORE_FILES {
                 ignores.clear();
             }
             ignores.insert(key, (stamp, rules.clone()));
@@ -174,7 +189,7 @@ impl DirCache {
 
     #[cfg(test)]
     pub fn cached_dirs(&self) -> usize {
-        lock(&self.dirs).len()
+        lock(&self.dirs).by_dir.len()
     }
 
     fn trusted_device(&self, path: &Path, dev: (u32, u32)) -> bool {
