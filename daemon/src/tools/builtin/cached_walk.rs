@@ -30,7 +30,7 @@ struct Layer {
 }
 
 impl Layer {
-    fn ignores(self: &Arc<Self>, path: &Path, is_dir: bool) -> bool {
+    fn ignores(&self, path: &Path, is_dir: bool) -> bool {
         let (mut git, mut exclude) = (Match::None, Match::None);
         let mut layer = Some(self);
         while let Some(l) = layer {
@@ -50,7 +50,7 @@ impl Layer {
             {
                 exclude = m.matched(path, is_dir);
             }
-            layer = l.parent.as_ref();
+            layer = l.parent.as_deref();
         }
         git.or(exclude).is_ignore()
     }
@@ -162,7 +162,7 @@ impl CachedWalk<'_> {
         parent: Option<Arc<Layer>>,
     ) -> Option<Arc<Layer>> {
         let load = |wanted: bool, name: &str| {
-            (wanted && listing.has(name))
+            (wanted && listing.kind_of(name).is_some())
                 .then(|| self.cache.ignore_file(dir, &dir.join(name)))
                 .flatten()
                 .filter(|g| !g.is_empty())

@@ -49,6 +49,17 @@ pub enum Kind {
     Other,
 }
 
+impl Kind {
+    fn of(ty: FileType) -> Self {
+        match ty {
+            FileType::Directory => Kind::Dir,
+            FileType::RegularFile => Kind::File,
+            FileType::Symlink => Kind::Symlink,
+            _ => Kind::Other,
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Entry {
     pub name: OsString,
@@ -78,11 +89,13 @@ impl Stamp {
 
     /// True when a change after `read_began` must show in a new stamp.
     fn settled(&self, read_began: SystemTime) -> bool {
-        let ctime = Duration::new(self.ctime.0.max(0) as u64, self.ctime.1);
-        let Ok(began) = read_began.duration_since(UNIX_EPOCH) else {
+        let (Ok(secs), Ok(began)) = (
+            u64::try_from(self.ctime.0),
+            read_began.duration_since(UNIX_EPOCH),
+        ) else {
             return false;
         };
-        self.ctime.0 >= 0 && ctime + RACY_MARGIN < began
+        Duration::new(secs, self.ctime.1) + RACY_MARGIN < began
     }
 }
 
@@ -94,10 +107,6 @@ pub struct Listing {
 }
 
 impl Listing {
-    pub fn has(&self, name: &str) -> bool {
-        self.entries.iter().any(|e| e.name == name)
-    }
-
     pub fn kind_of(&self, name: &str) -> Option<Kind> {
         self.entries.iter().find(|e| e.name == name).map(|e| e.kind)
     }
@@ -245,16 +254,10 @@ fn read_listing(dir: &Path) -> std::io::Result<Listing> {
         if name == b"." || name == b".." {
             continue;
         }
-        let kind = match entry.file_type() {
-            FileType::Directory => Kind::Dir,
-            FileType::RegularFile => Kind::File,
-            FileType::Symlink => Kind::Symlink,
-            FileType::Unknown => {
-                unknown.push(entries.len());
-                Kind::Other
-            }
-            _ => Kind::Other,
-        };
+        if entry.file_type() == FileType::Unknown {
+            unknown.push(entries.len());
+        }
+        let kind = Kind::of(entry.file_type());
         entries.push(Entry {
             name: OsStr::from_bytes(name).to_os_string(),
             kind,
@@ -264,12 +267,7 @@ fn read_listing(dir: &Path) -> std::io::Result<Listing> {
     for i in unknown {
         let path = dir.join(&entries[i].name);
         if let Ok(st) = rustix::fs::statx(CWD, &path, AtFlags::SYMLINK_NOFOLLOW, StatxFlags::TYPE) {
-            entries[i].kind = match FileType::from_raw_mode(st.stx_mode.into()) {
-                FileType::Directory => Kind::Dir,
-                FileType::RegularFile => Kind::File,
-                FileType::Symlink => Kind::Symlink,
-                _ => Kind::Other,
-            };
+            entries[i].kind = Kind::of(FileType::from_raw_mode(st.stx_mode.into()));
         }
     }
     Ok(Listing { stamp, entries })
@@ -341,6 +339,21 @@ mod tests {
         std::os::unix::fs::symlink("/", root.join("d")).unwrap();
         assert!(cache.listing(&root.join("d")).is_err());
         assert!(cache.listing(&root.join("missing")).is_err());
+    }
+
+    /// procfs is not on the list of file systems whose timestamps are
+    /// trusted: its listings are read every time, even settled ones.
+    #[test]
+    fn listings_of_untrusted_file_systems_are_not_kept() {
+        let dir = Path::new("/proc/sys");
+        let st = rustix::fs::statx(CWD, dir, AtFlags::empty(), StatxFlags::BASIC_STATS).unwrap();
+        assert!(
+            Stamp::of(&st).settled(SystemTime::now()),
+            "the test needs a directory unchanged for a while"
+        );
+        let cache = DirCache::new();
+        assert!(cache.listing(dir).unwrap().kind_of("kernel") == Some(Kind::Dir));
+        assert_eq!(cache.cached_dirs(), 0);
     }
 
     #[test]
