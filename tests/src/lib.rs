@@ -147,7 +147,26 @@ impl TestDaemon {
             .spawn()
             .expect("spawn geminid");
         self.child = Some(child);
-        wait_for_socket(&self.socket);
+        self.wait_listening();
+    }
+
+    /// Like [`wait_for_socket`], but a daemon that exits instead (a store
+    /// that does not open, say) fails at once, with its exit status.
+    fn wait_listening(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while Instant::now() < deadline {
+            if StdUnixStream::connect(&self.socket).is_ok() {
+                return;
+            }
+            if let Some(Ok(Some(status))) = self.child.as_mut().map(Child::try_wait) {
+                panic!("geminid exited before listening: {status} (its stderr is above)");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        panic!(
+            "geminid did not listen on {} in time",
+            self.socket.display()
+        );
     }
 
     /// The daemon's HOME (so `~/.gemini` is test-local).

@@ -162,12 +162,28 @@ fn probe_writable(dir: &Path) -> std::io::Result<()> {
 
 fn open_sled(dir: &Path) -> Result<Sled, StoreError> {
     let path = dir.join("sessions.sled");
+    drop_unfinished_creation(&path)
+        .map_err(|e| StoreError::Io(format!("{}: {e}", path.display())))?;
     let db = open_with_retry(&path).map_err(|source| StoreError::Open {
         path: dir.display().to_string(),
         source,
     })?;
     let tree = db.open_tree("geminid")?;
     Ok(Sled { db, tree })
+}
+
+/// When sled creates a database it writes its `conf` file with two writes,
+/// before it creates the data file `db`, and it never opens a database
+/// whose `conf` was cut between them. The daemon listens before it opens
+/// the store, so a kill -9 right after start can leave exactly that. A
+/// `conf` without a `db` holds no data: it goes, and sled writes it again.
+fn drop_unfinished_creation(path: &Path) -> std::io::Result<()> {
+    let conf = path.join("conf");
+    if conf.exists() && !path.join("db").exists() {
+        tracing::warn!(path = %path.display(), "removing the config of a database whose creation was interrupted");
+        std::fs::remove_file(conf)?;
+    }
+    Ok(())
 }
 
 /// Opens sled at `path`, waiting (up to 5 s) while a just-dropped instance
@@ -758,6 +774,34 @@ mod tests {
             interactive: true,
             created_at: 1,
         }
+    }
+
+    /// A kill -9 while sled creates its database can cut its `conf` file
+    /// between its two writes, before the data file exists; sled never
+    /// opens such a database again, the store must.
+    #[test]
+    fn a_database_cut_while_being_created_does_not_stop_the_store_opening() {
+        let made = tempfile::tempdir().unwrap();
+        drop(sled_config(made.path()).open().unwrap());
+        let conf = std::fs::read(made.path().join("conf")).unwrap();
+        let cut = &conf[..conf.len() - 4];
+        // The hazard: sled refuses a database whose conf lost its checksum.
+        let broken = tempfile::tempdir().unwrap();
+        std::fs::write(broken.path().join("conf"), cut).unwrap();
+        assert!(sled_config(broken.path()).open().is_err());
+
+        let dir = tempfile::tempdir().unwrap();
+        let sled_dir = dir.path().join("sessions.sled");
+        std::fs::create_dir_all(sled_dir.join("blobs")).unwrap();
+        std::fs::write(sled_dir.join("conf"), cut).unwrap();
+        let a = new_session_id();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            store.put_session(&record(&a)).unwrap();
+            store.settle().unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert!(store.get_session(&a).unwrap().is_some());
     }
 
     #[test]
