@@ -154,7 +154,7 @@ pub trait GeminidApi {
     /// the session's scheduler and policy. Returns the call id at once; its
     /// progress arrives as `toolCall` events. With `wait: true` the answer
     /// comes when the call has finished and carries its final snapshot.
-    #[method(name = "tool.call", param_kind = map)]
+    #[method(name = "tool.call", param_kind = map, with_extensions)]
     async fn call_tool(
         &self,
         #[argument(rename = "sessionId")] session_id: String,

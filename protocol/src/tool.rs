@@ -275,6 +275,16 @@ impl ToolCallStarted {
             outcome_json: None,
         }
     }
+
+    /// This result's JSON split around its shared part, for a writer that
+    /// sends the shared JSON from where it is instead of copying it into
+    /// one string: `head`, then the shared JSON, then `tail` is exactly the
+    /// text serializing `self` gives. None without shared JSON.
+    pub fn split_around_shared(&self) -> Option<(String, &SharedJson, &'static str)> {
+        let shared = self.outcome_json.as_ref()?;
+        let call_id = serde_json::to_string(&self.call_id).ok()?;
+        Some((format!("{{\"callId\":{call_id},\"outcome\":"), shared, "}"))
+    }
 }
 
 impl PartialEq for ToolCallStarted {
@@ -342,5 +352,27 @@ mod tests {
             ("call-3", CallState::Success)
         );
         assert_eq!(outcome.decided_by.as_deref(), Some("policy"));
+    }
+
+    #[test]
+    fn the_split_answer_is_the_serialized_answer() {
+        let event = r#"{"type":"toolCall","callId":"call-\"9\"","result":"a\nb"}"#;
+        let started = ToolCallStarted {
+            call_id: "call-\"9\"".into(),
+            outcome: None,
+            outcome_json: Some(SharedJson::new(std::sync::Arc::new(
+                serde_json::value::RawValue::from_string(event.into()).unwrap(),
+            ))),
+        };
+        let (head, shared, tail) = started.split_around_shared().unwrap();
+        assert_eq!(
+            format!("{head}{}{tail}", shared.get()),
+            serde_json::to_string(&started).unwrap()
+        );
+        assert!(
+            ToolCallStarted::accepted("call-1".into())
+                .split_around_shared()
+                .is_none()
+        );
     }
 }

@@ -226,6 +226,69 @@ fn tool_call_with_wait_returns_the_outcome() {
     assert!(no_wait["result"]["outcome"].is_null(), "{no_wait}");
 }
 
+/// A result over 64 KiB is written by the connection in pieces, around
+/// the stored event (see `rpc::AnswerSlot`): it must be the same JSON-RPC
+/// answer a small one is, whatever the request id looks like, and come in
+/// the order of the requests' completion like any other answer.
+#[test]
+fn a_large_wait_answer_is_a_whole_answer_to_its_own_id() {
+    let d = TestDaemon::start();
+    let big: String = (0..20_000)
+        .map(|i| format!("line {i} with \"quotes\" and \\ and \t\n"))
+        .collect();
+    assert!(big.len() > 256 * 1024);
+    std::fs::write(d.workspace.join("big.txt"), &big).unwrap();
+    std::fs::write(d.workspace.join("small.txt"), "small\n").unwrap();
+    let mut conn = initialized(&d);
+    let created = conn.request(
+        "session.create",
+        json!({"cwd": d.workspace.display().to_string(), "approvalMode": "yolo"}),
+    );
+    let session = created["result"]["sessionId"].clone();
+    for (id, file) in [
+        (json!("big \"one\" \u{1F600}"), "big.txt"),
+        (json!(u64::MAX), "big.txt"),
+        (json!("small"), "small.txt"),
+    ] {
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "tool.call",
+            "params": {"sessionId": session, "name": "read_file", "wait": true,
+                       "args": {"absolute_path": d.workspace.join(file), "limit": 100_000}}});
+        conn.send_line(&request.to_string());
+        let answer = loop {
+            let message = conn.read_message();
+            if message.get("method").is_none() {
+                break message;
+            }
+        };
+        assert_eq!(answer["jsonrpc"], json!("2.0"));
+        assert_eq!(answer["id"], id, "answer to {id}");
+        let object = answer.as_object().unwrap();
+        assert_eq!(object.len(), 3, "only jsonrpc, id and result: {object:?}");
+        let outcome = &answer["result"]["outcome"];
+        assert_eq!(outcome["state"], json!("success"));
+        assert_eq!(outcome["callId"], answer["result"]["callId"]);
+        let content: String = outcome["result"]["llmContent"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|part| part["text"].as_str())
+            .collect();
+        let want = if file == "big.txt" {
+            big.trim_end()
+        } else {
+            "small"
+        };
+        assert!(
+            content.contains(want),
+            "{file}: the whole text comes back; got {} bytes: {}",
+            content.len(),
+            &content[..content.len().min(300)]
+        );
+    }
+    let after = conn.request("daemon.status", json!({}));
+    assert!(after.get("result").is_some(), "{after}");
+}
+
 #[test]
 fn session_events_arrive_as_session_event_notifications() {
     let d = TestDaemon::start();

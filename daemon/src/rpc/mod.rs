@@ -1,6 +1,7 @@
 //! The JSON-RPC method handlers. The only place (with `wire.rs`) that knows
 //! the protocol types; handlers translate, call into sessions, translate back.
 
+mod answer;
 mod error;
 mod mcp;
 mod policy;
@@ -24,6 +25,7 @@ use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{Extensions, Methods, PendingSubscriptionSink};
 use serde_json::Value;
 
+pub use answer::{AnswerSlot, SplitResult};
 pub use error::rpc_error;
 pub use subscribe::ConnectionContext;
 
@@ -215,6 +217,7 @@ impl GeminidApiServer for RpcHandler {
 
     async fn call_tool(
         &self,
+        ext: &Extensions,
         session_id: String,
         name: String,
         args: Option<Value>,
@@ -236,7 +239,20 @@ impl GeminidApiServer for RpcHandler {
                 ),
                 other => other.into(),
             })?;
-        Ok(wire::call_finished(done))
+        let started = wire::call_finished(done);
+        if let Some(slot) = ext.get::<AnswerSlot>()
+            && let Some((head, shared, tail)) = started.split_around_shared()
+            && shared.get().len() >= answer::SPLIT_MIN
+        {
+            slot.put(SplitResult {
+                head,
+                shared: shared.clone(),
+                tail,
+            });
+            // Dropped unsent: the connection writes the slot's result.
+            return Ok(ToolCallStarted::accepted(started.call_id));
+        }
+        Ok(started)
     }
 
     async fn confirm_tool(

@@ -26,7 +26,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::framing::{Frame, LineFramer};
-use crate::rpc::ConnectionContext;
+use crate::rpc::{AnswerSlot, ConnectionContext, SplitResult};
 use std::time::Duration;
 
 /// Subscriptions one connection may hold at once.
@@ -50,12 +50,18 @@ impl Connection {
         let (read, write) = stream.into_split();
         let (tx, rx) = mpsc::channel::<Box<RawValue>>(OUTBOUND_QUEUE);
         let sink = MethodSink::new_with_limit(tx, MAX_RESPONSE_BYTES as u32);
+        let (split_tx, split_rx) = mpsc::channel::<SplitAnswer>(OUTBOUND_QUEUE);
         // `kill` drops the client at once (it stopped reading); `close` lets
         // the writer drain what is queued and end.
         let kill = CancellationToken::new();
         let close = CancellationToken::new();
         let requests = TaskTracker::new();
-        let writer = tokio::spawn(write_loop(write, rx, kill.clone(), close.clone()));
+        let writer = tokio::spawn(write_loop(
+            write,
+            Outbox { rx, split_rx },
+            kill.clone(),
+            close.clone(),
+        ));
 
         let mut extensions = Extensions::new();
         extensions.insert(ConnectionId(self.id as usize));
@@ -67,6 +73,7 @@ impl Connection {
         let mut state = State {
             methods: self.methods,
             sink,
+            split: split_tx,
             extensions,
             subscriptions: BoundedSubscriptions::new(MAX_SUBSCRIPTIONS),
             conn_id: ConnectionId(self.id as usize),
@@ -128,6 +135,8 @@ impl Connection {
 struct State {
     methods: Methods,
     sink: MethodSink,
+    /// Answers written in pieces (see `rpc::AnswerSlot`).
+    split: mpsc::Sender<SplitAnswer>,
     extensions: Extensions,
     subscriptions: BoundedSubscriptions,
     conn_id: ConnectionId,
@@ -192,7 +201,7 @@ impl State {
                 )
                 .await;
         };
-        let ext = self.extensions.clone();
+        let mut ext = self.extensions.clone();
         match callback.clone() {
             MethodCallback::Sync(cb) => {
                 let response = cb(id, params, MAX_RESPONSE_BYTES, ext);
@@ -200,6 +209,9 @@ impl State {
             }
             MethodCallback::Async(cb) => {
                 let conn_id = self.conn_id;
+                let slot = AnswerSlot::default();
+                ext.insert(slot.clone());
+                let answer_id = id.clone();
                 let future = cb(id, params, conn_id, MAX_RESPONSE_BYTES, ext);
                 if is_initialize {
                     // The handshake is answered in order, before anything else.
@@ -210,8 +222,19 @@ impl State {
                     // Other calls (some wait for a tool) must not hold up the
                     // connection's next requests.
                     let sink = self.sink.clone();
+                    let split = self.split.clone();
                     self.requests.spawn(async move {
-                        send_response(&sink, future.await, params_text.as_deref()).await;
+                        let response = future.await;
+                        match slot.take() {
+                            Some(result) => {
+                                let answer = SplitAnswer {
+                                    id: answer_id,
+                                    result,
+                                };
+                                let _ = split.send(answer).await;
+                            }
+                            None => send_response(&sink, response, params_text.as_deref()).await,
+                        }
                     });
                 }
             }
@@ -312,11 +335,52 @@ fn classify_bad_line(line: &str) -> BadLine {
     }
 }
 
-/// Drains the outbound queue onto the socket, flushing when it runs dry.
-/// Ends on `kill` at once, or on `close` once the queue is empty.
+/// A success answer whose result the handler left split (see
+/// `rpc::AnswerSlot`).
+struct SplitAnswer {
+    id: Id<'static>,
+    result: SplitResult,
+}
+
+/// What the writer sends: jsonrpsee's answers and notifications, and
+/// answers in pieces. Answers to different requests are not ordered
+/// among themselves, so neither queue needs to wait for the other.
+struct Outbox {
+    rx: mpsc::Receiver<Box<RawValue>>,
+    split_rx: mpsc::Receiver<SplitAnswer>,
+}
+
+enum Outbound {
+    Json(Box<RawValue>),
+    Split(SplitAnswer),
+}
+
+impl Outbox {
+    /// The next message, once one is queued; None when both queues are
+    /// closed and empty.
+    async fn next(&mut self) -> Option<Outbound> {
+        tokio::select! {
+            biased;
+            Some(message) = self.rx.recv() => Some(Outbound::Json(message)),
+            Some(answer) = self.split_rx.recv() => Some(Outbound::Split(answer)),
+            else => None,
+        }
+    }
+
+    /// The next message already queued.
+    fn try_next(&mut self) -> Option<Outbound> {
+        if let Ok(message) = self.rx.try_recv() {
+            return Some(Outbound::Json(message));
+        }
+        self.split_rx.try_recv().ok().map(Outbound::Split)
+    }
+}
+
+/// Drains the outbound queues onto the socket, flushing when they run dry.
+/// Ends on `kill` at once, or on `close` once the queues are empty.
 async fn write_loop(
     write: OwnedWriteHalf,
-    mut rx: mpsc::Receiver<Box<RawValue>>,
+    mut outbox: Outbox,
     kill: CancellationToken,
     close: CancellationToken,
 ) {
@@ -325,17 +389,17 @@ async fn write_loop(
         let message = tokio::select! {
             biased;
             () = kill.cancelled() => return,
-            message = rx.recv() => message,
+            message = outbox.next() => message,
             () = close.cancelled() => None,
         };
         let Some(message) = message else {
             break;
         };
-        let mut written = write_line(&mut out, &message).await;
+        let mut written = write_message(&mut out, &message).await;
         while written.is_ok()
-            && let Ok(message) = rx.try_recv()
+            && let Some(message) = outbox.try_next()
         {
-            written = write_line(&mut out, &message).await;
+            written = write_message(&mut out, &message).await;
         }
         if written.is_err() || out.flush().await.is_err() {
             // The client is gone: stop everything that writes to it.
@@ -348,10 +412,24 @@ async fn write_loop(
     kill.cancel();
 }
 
-async fn write_line(
+/// Writes one message and its newline.
+async fn write_message(
     out: &mut BufWriter<OwnedWriteHalf>,
-    message: &RawValue,
+    message: &Outbound,
 ) -> std::io::Result<()> {
-    out.write_all(message.get().as_bytes()).await?;
+    match message {
+        Outbound::Json(json) => out.write_all(json.get().as_bytes()).await?,
+        Outbound::Split(SplitAnswer { id, result }) => {
+            // What jsonrpsee's `Response` would serialize, in its order.
+            let id = serde_json::to_string(id).map_err(std::io::Error::other)?;
+            out.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":").await?;
+            out.write_all(id.as_bytes()).await?;
+            out.write_all(b",\"result\":").await?;
+            out.write_all(result.head.as_bytes()).await?;
+            out.write_all(result.shared.get().as_bytes()).await?;
+            out.write_all(result.tail.as_bytes()).await?;
+            out.write_all(b"}").await?;
+        }
+    }
     out.write_all(b"\n").await
 }
