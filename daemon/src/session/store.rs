@@ -222,7 +222,10 @@ impl Store {
             Blobs::open(dir).map_err(|e| StoreError::Io(format!("{}: {e}", dir.display())))?;
         let (wal, replayed) = super::wal::Wal::open(
             dir,
-            &|id, append, markers| apply(&tree, id, append, markers),
+            &|id, append, markers| {
+                settle_blobs(&blobs, id, markers)?;
+                apply(&tree, id, append, markers)
+            },
             &|| db.flush().map(drop).map_err(StoreError::from),
         )?;
         if replayed > 0 {
@@ -282,7 +285,10 @@ impl Store {
         *slot = None;
         let fresh = open_sled(&self.dir)?;
         self.wal.recover(
-            &|id, append, markers| apply(&fresh.tree, id, append, markers),
+            &|id, append, markers| {
+                settle_blobs(&self.blobs, id, markers)?;
+                apply(&fresh.tree, id, append, markers)
+            },
             &|| fresh.db.flush().map(drop).map_err(StoreError::from),
         )?;
         *slot = Some(fresh);
@@ -364,6 +370,7 @@ impl Store {
                 self.recover()?;
             }
             let tree = self.tree()?;
+            settle_blobs(&self.blobs, &logged.id, &logged.markers)?;
             apply(&tree, &logged.id, &logged.append, &logged.markers)
         })();
         match applied {
@@ -614,6 +621,17 @@ impl Store {
             Err(e) => self.failed(e.into()),
         }
     }
+}
+
+/// Settles the session's blob file (see `blobs.rs`) when `markers` point
+/// into it, before they go into sled.
+fn settle_blobs(blobs: &Blobs, id: &str, markers: &[(u64, Vec<u8>)]) -> Result<(), StoreError> {
+    if markers.is_empty() {
+        return Ok(());
+    }
+    blobs
+        .settle(id)
+        .map_err(|e| StoreError::Io(format!("blob file of session {id}: {e}")))
 }
 
 /// One append, key by key. Not a sled batch: each batch costs a log write
