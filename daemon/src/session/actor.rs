@@ -379,18 +379,18 @@ impl Actor {
             time: crate::now_ms(),
             payload,
         };
-        let json = serde_json::value::to_raw_value(&event).or_else(|e| {
+        let (session_id, seq, time) = (event.session_id.clone(), event.seq, event.time);
+        let json = super::event_json::to_json(event).or_else(|e| {
             // Our own types always serialize; keep seq gapless regardless.
             tracing::error!(error = %e, "event failed to serialize");
             RawValue::from_string(format!(
-                "{{\"sessionId\":\"{}\",\"seq\":{},\"time\":{},\"type\":\"error\",\"message\":\"event lost: serialization failed\"}}",
-                event.session_id, event.seq, event.time
+                "{{\"sessionId\":\"{session_id}\",\"seq\":{seq},\"time\":{time},\"type\":\"error\",\"message\":\"event lost: serialization failed\"}}"
             ))
         });
         if let Ok(json) = json {
-            self.pending.events.push(Published::new(event.seq, json));
+            self.pending.events.push(Published::new(seq, json));
         }
-        event.seq
+        seq
     }
 
     /// The seq the next emitted event will get.
