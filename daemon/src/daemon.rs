@@ -157,7 +157,8 @@ impl Daemon {
                 ));
             }
         }
-        self.sessions.store().is_broken().then(|| {
+        let store = self.sessions.store();
+        (store.is_broken() || store.log_failing()).then(|| {
             format!(
                 "a write to the session store in {} failed; it is retried every second",
                 dir.display()

@@ -129,6 +129,9 @@ pub struct Store {
     sled: Arc<RwLock<Option<Sled>>>,
     dir: PathBuf,
     broken: Arc<AtomicBool>,
+    /// Whether the last write to the log failed (its session retries every
+    /// second until one succeeds).
+    log_failing: Arc<AtomicBool>,
     wal: std::sync::Arc<super::wal::Wal>,
     blobs: std::sync::Arc<Blobs>,
     /// Counts writes, so that idle periods can be told apart.
@@ -238,6 +241,7 @@ impl Store {
             sled: Arc::new(RwLock::new(Some(Sled { db, tree }))),
             dir: dir.to_path_buf(),
             broken: Arc::new(AtomicBool::new(false)),
+            log_failing: Arc::new(AtomicBool::new(false)),
             wal: std::sync::Arc::new(wal),
             blobs: std::sync::Arc::new(blobs),
             writes: Arc::new(AtomicU64::new(0)),
@@ -304,6 +308,14 @@ impl Store {
         self.broken.load(Ordering::Acquire)
     }
 
+    /// Whether the last write to the log failed: a session's commit then
+    /// waits for its retry. (A full file system can still take a short
+    /// line in the unused end of a page the log already has, so free space
+    /// alone does not tell.)
+    pub fn log_failing(&self) -> bool {
+        self.log_failing.load(Ordering::Acquire)
+    }
+
     /// Logs `append` and applies it to sled at once: once this returns, the
     /// batch survives a crash of the daemon. Actors use the two halves
     /// apart ([`Store::log`], then [`Store::apply_later`] once they have
@@ -320,6 +332,15 @@ impl Store {
     /// The append is taken on success; on failure nothing was logged and
     /// it is left in place.
     pub fn log(&self, id: &str, append: &mut Append) -> Result<Logged, StoreError> {
+        let logged = self.log_once(id, append);
+        let failed = logged.is_err();
+        if failed != self.log_failing.load(Ordering::Relaxed) {
+            self.log_failing.store(failed, Ordering::Release);
+        }
+        logged
+    }
+
+    fn log_once(&self, id: &str, append: &mut Append) -> Result<Logged, StoreError> {
         check_id(id)?;
         self.writes.fetch_add(1, Ordering::Relaxed);
         let mut markers = Vec::new();
