@@ -62,6 +62,15 @@ fn awkward(len: usize) -> String {
     out
 }
 
+fn assert_escapes_as_serde_json(s: &str) {
+    let mut out = Vec::new();
+    escape_into(s, &mut out);
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        serde_json::to_string(s).unwrap()
+    );
+}
+
 fn serde_text(event: &SessionEvent) -> String {
     serde_json::to_string(event).unwrap()
 }
@@ -75,13 +84,7 @@ fn escaping_matches_serde_json_for_every_byte_at_every_offset() {
             continue;
         }
         for pad in 0..9 {
-            let s = format!("{}{}", "p".repeat(pad), &all[start..]);
-            let mut out = Vec::new();
-            escape_into(&s, &mut out);
-            assert_eq!(
-                String::from_utf8(out).unwrap(),
-                serde_json::to_string(&s).unwrap()
-            );
+            assert_escapes_as_serde_json(&format!("{}{}", "p".repeat(pad), &all[start..]));
         }
     }
 }
@@ -89,13 +92,7 @@ fn escaping_matches_serde_json_for_every_byte_at_every_offset() {
 #[test]
 fn a_long_text_split_over_two_threads_escapes_as_one() {
     for len in [SPLIT, SPLIT + 1, SPLIT + 3, 3 * SPLIT + 7] {
-        let s = awkward(len);
-        let mut out = Vec::new();
-        escape_into(&s, &mut out);
-        assert_eq!(
-            String::from_utf8(out).unwrap(),
-            serde_json::to_string(&s).unwrap()
-        );
+        assert_escapes_as_serde_json(&awkward(len));
     }
 }
 
