@@ -58,7 +58,11 @@ impl Connection {
         let requests = TaskTracker::new();
         let writer = tokio::spawn(write_loop(
             write,
-            Outbox { rx, split_rx },
+            Outbox {
+                rx,
+                split_rx,
+                split_first: false,
+            },
             kill.clone(),
             close.clone(),
         ));
@@ -344,10 +348,13 @@ struct SplitAnswer {
 
 /// What the writer sends: jsonrpsee's answers and notifications, and
 /// answers in pieces. Answers to different requests are not ordered
-/// among themselves, so neither queue needs to wait for the other.
+/// among themselves, so neither queue waits for the other; they take
+/// turns, so that a stream of notifications cannot hold an answer back.
 struct Outbox {
     rx: mpsc::Receiver<Box<RawValue>>,
     split_rx: mpsc::Receiver<SplitAnswer>,
+    /// Whether the split queue goes first next time.
+    split_first: bool,
 }
 
 enum Outbound {
@@ -360,7 +367,6 @@ impl Outbox {
     /// closed and empty.
     async fn next(&mut self) -> Option<Outbound> {
         tokio::select! {
-            biased;
             Some(message) = self.rx.recv() => Some(Outbound::Json(message)),
             Some(answer) = self.split_rx.recv() => Some(Outbound::Split(answer)),
             else => None,
@@ -369,10 +375,14 @@ impl Outbox {
 
     /// The next message already queued.
     fn try_next(&mut self) -> Option<Outbound> {
-        if let Ok(message) = self.rx.try_recv() {
-            return Some(Outbound::Json(message));
+        self.split_first = !self.split_first;
+        let json = |rx: &mut mpsc::Receiver<Box<RawValue>>| rx.try_recv().ok().map(Outbound::Json);
+        let split = |rx: &mut mpsc::Receiver<SplitAnswer>| rx.try_recv().ok().map(Outbound::Split);
+        if self.split_first {
+            split(&mut self.split_rx).or_else(|| json(&mut self.rx))
+        } else {
+            json(&mut self.rx).or_else(|| split(&mut self.split_rx))
         }
-        self.split_rx.try_recv().ok().map(Outbound::Split)
     }
 }
 
