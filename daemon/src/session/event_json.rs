@@ -144,14 +144,9 @@ fn escape_into(text: &str, out: &mut Vec<u8>) {
                 tail
             });
             escape_contents(first, out);
-            worker.join()
-        });
-        // Escaping does not panic; should the thread have failed anyway,
-        // the half is escaped here rather than lost.
-        let tail = tail.unwrap_or_else(|_| {
-            let mut tail = Vec::new();
-            escape_contents(second, &mut tail);
-            tail
+            worker
+                .join()
+                .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
         });
         out.extend_from_slice(&tail);
     }
