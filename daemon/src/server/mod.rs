@@ -72,7 +72,10 @@ pub async fn serve(daemon: Arc<Daemon>, listening: listener::Listening) -> Resul
     // Harmless when not started by systemd.
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
 
-    let checkpoints = spawn_checkpoints(daemon.sessions.store().clone());
+    let upkeep =
+        crate::session::Maintenance::spawn(daemon.sessions.store().clone()).map_err(|e| {
+            crate::session::StoreError::Io(format!("cannot start the store's upkeep thread: {e}"))
+        })?;
     let connections_stop = CancellationToken::new();
     let connections = TaskTracker::new();
     let methods = rpc::methods(daemon.clone());
@@ -142,11 +145,7 @@ pub async fn serve(daemon: Arc<Daemon>, listening: listener::Listening) -> Resul
     }
     // No MCP server process may outlive the daemon.
     daemon.discovery.shutdown().await;
-    checkpoints.cancel();
-    let store = daemon.sessions.store().clone();
-    // Appends still on their way to sled (`Behind`) stay in the log and are
-    // replayed at the next start.
-    tokio::task::spawn_blocking(move || store.checkpoint())
+    tokio::task::spawn_blocking(move || upkeep.stop())
         .await
         .map_err(|e| crate::session::StoreError::Io(format!("final checkpoint: {e}")))??;
     connections_stop.cancel();
@@ -159,66 +158,6 @@ pub async fn serve(daemon: Arc<Daemon>, listening: listener::Listening) -> Resul
     }
     tracing::info!("geminid stopped");
     Ok(())
-}
-
-/// Ticks of quiet after the last write during which the store still
-/// reclaims sled's garbage (see `Store::reclaim`).
-const RECLAIM_TICKS: u32 = 30;
-
-/// Flushes the store and cuts its write-ahead log every
-/// `CHECKPOINT_EVERY`, reclaims sled's garbage while writes come and for a
-/// few seconds after, and returns freed heap to the system once writes
-/// stop (`heap::trim`), until cancelled.
-fn spawn_checkpoints(store: crate::session::Store) -> CancellationToken {
-    let stop = CancellationToken::new();
-    let stopped = stop.clone();
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(crate::session::CHECKPOINT_EVERY);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        let (mut writes, mut quiet) = (store.writes(), RECLAIM_TICKS);
-        loop {
-            tokio::select! {
-                () = stopped.cancelled() => return,
-                _ = tick.tick() => {}
-            }
-            let now = store.writes();
-            quiet = if now == writes {
-                quiet.saturating_add(1)
-            } else {
-                0
-            };
-            writes = now;
-            let reclaim = quiet < RECLAIM_TICKS;
-            // Once writes stop, what the burst (and each reclaim) freed
-            // goes back to the system.
-            let trim = reclaim && quiet > 0;
-            let store = store.clone();
-            let work = move || {
-                let done = store.checkpoint();
-                if reclaim {
-                    store.reclaim();
-                }
-                if trim {
-                    crate::heap::trim();
-                }
-                done
-            };
-            match tokio::task::spawn_blocking(work).await {
-                Ok(Ok(crate::session::Checkpoint::Done)) => {}
-                // Normal under heavy load: the log keeps those appends, and
-                // a later tick finishes the cut.
-                Ok(Ok(crate::session::Checkpoint::Behind { unapplied })) => {
-                    tracing::debug!(
-                        unapplied,
-                        "checkpoint deferred: appends still on their way to sled"
-                    );
-                }
-                Ok(Err(e)) => tracing::error!(error = %e, "checkpoint failed; will retry"),
-                Err(e) => tracing::error!(error = %e, "checkpoint task failed"),
-            }
-        }
-    });
-    stop
 }
 
 /// Refuses peers running as another user (SO_PEERCRED).

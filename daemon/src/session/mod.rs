@@ -7,6 +7,7 @@ mod blobs;
 mod driver;
 mod event_json;
 mod handle;
+mod maintenance;
 mod manager;
 pub mod prompts;
 pub mod store;
@@ -16,6 +17,7 @@ mod wal;
 
 pub use actor::ActorDeps;
 pub use handle::{FinalCall, PolicyCheck, Published, SessionHandle, Subscription};
+pub use maintenance::Maintenance;
 pub use manager::{NewSession, SessionManager};
 pub use store::{SessionRecord, Store, StoreError};
 pub use wal::{CHECKPOINT_EVERY, Checkpoint};
