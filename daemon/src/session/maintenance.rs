@@ -104,24 +104,33 @@ fn run(store: &Store, stopped: &mpsc::Receiver<()>) -> Result<Checkpoint, StoreE
             Ok(()) | Err(RecvTimeoutError::Disconnected) => return store.checkpoint(),
         }
         let upkeep = quiet.tick(store.writes());
-        match store.checkpoint() {
-            Ok(Checkpoint::Done) => {}
-            // Normal under heavy load: the log keeps those appends, and a
-            // later tick finishes the cut.
-            Ok(Checkpoint::Behind { unapplied }) => {
-                tracing::debug!(
-                    unapplied,
-                    "checkpoint deferred: appends still on their way to sled"
-                );
-            }
-            Err(e) => tracing::error!(error = %e, "checkpoint failed; will retry"),
+        // A panicking tick must not end the upkeep: the log would grow
+        // until the next start.
+        let ticked = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| tick(store, upkeep)));
+        if ticked.is_err() {
+            tracing::error!("the store's upkeep panicked; will retry");
         }
-        if upkeep.reclaim {
-            store.reclaim();
+    }
+}
+
+fn tick(store: &Store, upkeep: Upkeep) {
+    match store.checkpoint() {
+        Ok(Checkpoint::Done) => {}
+        // Normal under heavy load: the log keeps those appends, and a later
+        // tick finishes the cut.
+        Ok(Checkpoint::Behind { unapplied }) => {
+            tracing::debug!(
+                unapplied,
+                "checkpoint deferred: appends still on their way to sled"
+            );
         }
-        if upkeep.trim {
-            crate::heap::trim();
-        }
+        Err(e) => tracing::error!(error = %e, "checkpoint failed; will retry"),
+    }
+    if upkeep.reclaim {
+        store.reclaim();
+    }
+    if upkeep.trim {
+        crate::heap::trim();
     }
 }
 
