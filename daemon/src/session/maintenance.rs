@@ -64,8 +64,8 @@ impl Quiet {
 /// checkpoint, without waiting; [`Maintenance::stop`] waits.
 #[derive(Debug)]
 pub struct Maintenance {
-    stop: Option<mpsc::Sender<()>>,
-    thread: Option<JoinHandle<Result<Checkpoint, StoreError>>>,
+    stop: mpsc::Sender<()>,
+    thread: JoinHandle<Result<Checkpoint, StoreError>>,
 }
 
 impl Maintenance {
@@ -74,25 +74,21 @@ impl Maintenance {
         let thread = std::thread::Builder::new()
             .name("store-upkeep".to_owned())
             .spawn(move || run(&store, &stopped))?;
-        Ok(Maintenance {
-            stop: Some(stop),
-            thread: Some(thread),
-        })
+        Ok(Maintenance { stop, thread })
     }
 
     /// Stops the thread and returns its final checkpoint (blocking: run it
     /// off the async workers). Appends still on their way to sled
     /// (`Behind`) stay in the log and are replayed at the next start.
-    pub fn stop(mut self) -> Result<Checkpoint, StoreError> {
-        drop(self.stop.take());
-        match self.thread.take().map(JoinHandle::join) {
-            Some(Ok(done)) => done,
-            Some(Err(_)) => Err(StoreError::Io(
+    pub fn stop(self) -> Result<Checkpoint, StoreError> {
+        let Maintenance { stop, thread } = self;
+        drop(stop);
+        thread.join().unwrap_or_else(|_| {
+            Err(StoreError::Io(
                 "the store's upkeep thread panicked; the log is replayed at the next start"
                     .to_owned(),
-            )),
-            None => Ok(Checkpoint::Done),
-        }
+            ))
+        })
     }
 }
 
