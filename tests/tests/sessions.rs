@@ -316,3 +316,47 @@ async fn large_results_survive_kill_9_unchanged() {
         "every large result reads back as it was sent"
     );
 }
+
+/// The `wal.<n>` file names in the data directory, sorted.
+fn wal_files(data_dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(data_dir)
+        .expect("data dir")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("wal."))
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn the_running_daemon_checkpoints_and_cuts_its_log() {
+    let d = TestDaemon::start();
+    std::fs::write(d.workspace.join("a.txt"), "alpha\n").unwrap();
+    let c = d.client().await;
+    let session = new_session(&c, &d.workspace).await;
+    c.call_tool(
+        session,
+        "read_file".into(),
+        Some(json!({"absolute_path": d.workspace.join("a.txt").display().to_string()})),
+        Some(true),
+    )
+    .await
+    .unwrap();
+    let logged = wal_files(&d.data_dir);
+    assert_eq!(logged.len(), 1, "one current segment: {logged:?}");
+    // Checkpoints come every 500 ms: the segment holding the call is cut
+    // and deleted, and a fresh one takes its place, without a restart.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let now = wal_files(&d.data_dir);
+        if now.len() == 1 && now != logged {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the log was never cut: {logged:?}, now {now:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
