@@ -22,6 +22,11 @@ use rustix::process::{Pid, Signal, getpgrp, kill_process_group};
 /// How long processes get to exit on SIGTERM before SIGKILL.
 pub const TERM_GRACE: Duration = Duration::from_millis(200);
 
+/// How long to wait, after SIGKILL, for the kernel to finish ending what
+/// was signalled. Delivery is asynchronous: on a busy machine a killed
+/// process can still be running its exit for a few milliseconds.
+const KILL_SETTLE: Duration = Duration::from_secs(2);
+
 /// One line of `/proc/<pid>/stat`, the fields we use.
 #[derive(Debug, Clone, Copy)]
 pub struct ProcStat {
@@ -167,6 +172,7 @@ pub async fn terminate_tree(pgid: i32, marker: &str) {
     pids.extend(marked_processes(Marked::Run(marker)));
     add_groups(&mut groups, &pids);
     signal_all(&groups, &pids, Signal::KILL);
+    settle(&groups, &pids).await;
 }
 
 /// At daemon shutdown: ends every process any command of this daemon
@@ -185,7 +191,24 @@ pub async fn terminate_all_marked() -> usize {
     pids.extend(marked_processes(Marked::AnyOfThisDaemon));
     add_groups(&mut groups, &pids);
     signal_all(&groups, &pids, Signal::KILL);
+    settle(&groups, &pids).await;
     found
+}
+
+/// Waits until nothing signalled is still alive, so that a call reported as
+/// cancelled or timed out has no process left, or until [`KILL_SETTLE`]
+/// passes (a process stuck in uninterruptible sleep dies when it wakes).
+async fn settle(groups: &BTreeSet<i32>, pids: &[i32]) {
+    let deadline = tokio::time::Instant::now() + KILL_SETTLE;
+    while any_alive(groups, pids) && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+fn any_alive(groups: &BTreeSet<i32>, pids: &[i32]) -> bool {
+    all_processes()
+        .iter()
+        .any(|p| groups.contains(&p.pgrp) || pids.contains(&p.pid))
 }
 
 /// Adds the process group of each pid (never the daemon's own).
