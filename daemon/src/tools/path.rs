@@ -28,6 +28,9 @@ pub fn resolve_in_workspace(root: &Path, raw: &str, param: &str) -> Result<PathB
             format!("`{param}` must be an absolute path, got relative path: {raw}"),
         ));
     }
+    if let Some(plain) = plain_existing(root, path) {
+        return Ok(plain);
+    }
     let resolved = resolve_existing_prefix(path).map_err(|e| {
         ToolError::new(
             ToolErrorKind::PathNotAllowed,
@@ -45,6 +48,47 @@ pub fn resolve_in_workspace(root: &Path, raw: &str, param: &str) -> Result<PathB
         ));
     }
     Ok(resolved)
+}
+
+/// The common case, decided without `realpath`'s `readlink` per component:
+/// `path` is spelled under `root` with plain names only (no `.` or `..`) and
+/// exists with no symlink anywhere on its way, which one `openat2` with
+/// `RESOLVE_NO_SYMLINKS` checks. Such a path is its own canonical form and
+/// lies inside `root`. `None` sends the caller to the full resolution.
+fn plain_existing(root: &Path, path: &Path) -> Option<PathBuf> {
+    let rel = plain_relative(root, path)?;
+    open_plain(path, OFlags::PATH).ok()?;
+    // `join("")` would add a trailing slash.
+    Some(if rel.as_os_str().is_empty() {
+        root.to_path_buf()
+    } else {
+        root.join(rel)
+    })
+}
+
+/// `path` relative to `root` when it is spelled under `root` with plain
+/// names only; the result has no doubled or trailing slashes.
+fn plain_relative(root: &Path, path: &Path) -> Option<PathBuf> {
+    let rel = path.strip_prefix(root).ok()?;
+    rel.components()
+        .map(|c| match c {
+            Component::Normal(name) => Some(name),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Opens `path` only if no component of it is a symlink (the kernel checks
+/// each one, so nothing swapped in between can redirect the open).
+fn open_plain(path: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
+    use rustix::fs::ResolveFlags;
+    Ok(rustix::fs::openat2(
+        rustix::fs::CWD,
+        path,
+        flags | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    )?)
 }
 
 /// Canonicalizes the longest existing ancestor of `path` and appends the
@@ -147,27 +191,44 @@ pub fn open_confined(root: &Path, path: &Path, flags: OFlags) -> std::io::Result
 }
 
 /// The workspace root opened once, for the confined opens of one call
-/// ([`open_confined`] opens the root again each time).
+/// ([`open_confined`] opens the root again each time). The root is opened
+/// when first needed: a plain path with no symlink on its way needs no
+/// descriptor of it.
 pub struct OpenRoot<'a> {
     path: &'a Path,
-    /// `None` when the root cannot be opened: every open takes the slow
-    /// path, which reports why.
-    dir: Option<OwnedFd>,
+    /// Inner `None` when the root cannot be opened: every open takes the
+    /// slow path, which reports why.
+    dir: std::sync::OnceLock<Option<OwnedFd>>,
 }
 
 impl<'a> OpenRoot<'a> {
     pub fn new(root: &'a Path) -> Self {
-        let dir = rustix::fs::open(
-            root,
-            OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .ok();
-        OpenRoot { path: root, dir }
+        OpenRoot {
+            path: root,
+            dir: std::sync::OnceLock::new(),
+        }
+    }
+
+    fn dir(&self) -> Option<&OwnedFd> {
+        self.dir
+            .get_or_init(|| {
+                rustix::fs::open(
+                    self.path,
+                    OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .ok()
+            })
+            .as_ref()
     }
 
     /// [`open_confined`] under this root.
     pub fn open(&self, path: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
+        if plain_relative(self.path, path).is_some()
+            && let Ok(fd) = open_plain(path, flags)
+        {
+            return Ok(fd);
+        }
         if let Some(fd) = self.open_resolved_beneath(path, flags) {
             return Ok(fd);
         }
@@ -206,7 +267,7 @@ impl<'a> OpenRoot<'a> {
             rel
         };
         rustix::fs::openat2(
-            self.dir.as_ref()?,
+            self.dir()?,
             rel,
             flags | OFlags::CLOEXEC,
             Mode::empty(),
@@ -322,6 +383,27 @@ mod tests {
             check(&f, &format!("{r}/new/dir/file")),
             Ok(f.root.join("new/dir/file"))
         );
+        // Spelled loosely but plainly: the answer is still canonical.
+        assert_eq!(check(&f, &format!("{r}//sub///")), Ok(f.root.join("sub")));
+        assert_eq!(check(&f, &format!("{r}/")), Ok(f.root.clone()));
+        assert_eq!(
+            check(&f, &format!("{r}/./sub/a.txt")),
+            Ok(f.root.join("sub/a.txt"))
+        );
+    }
+
+    #[test]
+    fn confined_opens_take_symlinks_inside_and_refuse_those_out() {
+        let f = fixture();
+        let root = OpenRoot::new(&f.root);
+        let read = |p: &Path| {
+            root.open(p, OFlags::RDONLY)
+                .map(|fd| std::fs::read_to_string(format!("/proc/self/fd/{}", fd.as_raw_fd())))
+        };
+        assert_eq!(read(&f.root.join("sub/a.txt")).unwrap().unwrap(), "a");
+        assert_eq!(read(&f.root.join("link_in/a.txt")).unwrap().unwrap(), "a");
+        assert!(read(&f.root.join("link_out/secret")).is_err());
+        assert!(read(&f.outside.join("secret")).is_err());
     }
 
     #[test]
