@@ -40,6 +40,8 @@ enum Job {
     Apply(Box<Logged>),
     /// Answered once everything queued before it is in sled.
     Settle(mpsc::SyncSender<()>),
+    /// Work on sled that must come after everything queued before it.
+    Run(Box<dyn FnOnce(&Store) + Send>),
 }
 
 /// The jobs between the actors and the thread.
@@ -121,7 +123,48 @@ impl Applier {
         match self.shared.push(Job::Apply(Box::new(logged))) {
             Ok(()) => Ok(()),
             Err(Job::Apply(mut logged)) => store.apply_logged(&mut logged),
-            Err(Job::Settle(_)) => Ok(()),
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// Runs `f` on the thread once everything queued before it is in
+    /// sled, and returns its result. `Ok(None)`: the thread is gone, and
+    /// the caller must do the work itself. If the queue has not reached `f`
+    /// within [`SETTLE_WAIT`] (the store is failing), `f` is taken back and
+    /// never runs.
+    pub fn run<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> T + Send + 'static,
+    ) -> Result<Option<T>, StoreError> {
+        let slot = Arc::new(Mutex::new(Some(f)));
+        let (done, wait) = mpsc::sync_channel(1);
+        let job = {
+            let slot = slot.clone();
+            Job::Run(Box::new(move |store: &Store| {
+                let f = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+                if let Some(f) = f {
+                    let _ = done.send(f(store));
+                }
+            }))
+        };
+        if self.shared.push(job).is_err() {
+            return Ok(None);
+        }
+        match wait.recv_timeout(SETTLE_WAIT) {
+            Ok(out) => Ok(Some(out)),
+            Err(mpsc::RecvTimeoutError::Disconnected) => Ok(None),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                if slot
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take()
+                    .is_some()
+                {
+                    return Err(behind());
+                }
+                // It started in the meantime: its result is on the way.
+                Ok(wait.recv().ok())
+            }
         }
     }
 
@@ -133,12 +176,15 @@ impl Applier {
         }
         match wait.recv_timeout(SETTLE_WAIT) {
             Ok(()) | Err(mpsc::RecvTimeoutError::Disconnected) => Ok(()),
-            Err(mpsc::RecvTimeoutError::Timeout) => Err(StoreError::Io(
-                "logged events are still waiting to be written to sled (the store is failing)"
-                    .to_owned(),
-            )),
+            Err(mpsc::RecvTimeoutError::Timeout) => Err(behind()),
         }
     }
+}
+
+fn behind() -> StoreError {
+    StoreError::Io(
+        "logged events are still waiting to be written to sled (the store is failing)".to_owned(),
+    )
 }
 
 impl Drop for Applier {
@@ -163,7 +209,11 @@ fn run(store: &Store, shared: &Shared) {
         if queue.jobs.is_empty() {
             return; // closed and drained
         }
-        let settling = queue.closed || queue.jobs.iter().any(|j| matches!(j, Job::Settle(_)));
+        let settling = queue.closed
+            || queue
+                .jobs
+                .iter()
+                .any(|j| matches!(j, Job::Settle(_) | Job::Run(_)));
         if !settling {
             drop(queue);
             std::thread::sleep(GATHER);
@@ -193,6 +243,7 @@ fn apply_all(store: &Store, batch: VecDeque<Job>, shared: &Shared) {
             Job::Settle(done) => {
                 let _ = done.send(());
             }
+            Job::Run(f) => f(store),
         }
     }
 }
