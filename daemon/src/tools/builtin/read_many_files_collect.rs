@@ -197,8 +197,12 @@ fn load_one(
     // One path lookup: the size comes from the opened file.
     let Ok((file, meta)) = root.open_file(path, rustix::fs::OFlags::RDONLY) else {
         // Files the walk found are checked here, where they are opened,
-        // rather than each once more in the walk.
-        let inside = path.canonicalize().is_ok_and(|p| p.starts_with(&plan.root));
+        // rather than each once more in the walk. Whether a file that could
+        // not be read is inside is asked the same confined way (an `O_PATH`
+        // open needs no read permission): `realpath` can return an inside
+        // spelling for a file it reached through a directory swapped for a
+        // symlink and back, and the file would be named.
+        let inside = root.open(path, rustix::fs::OFlags::PATH).is_ok();
         return if inside || explicit {
             Loaded::Unreadable
         } else {
