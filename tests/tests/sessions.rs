@@ -184,6 +184,8 @@ async fn kill_9_and_restart_keep_sessions_and_events() {
     let (session, seen) = {
         let c = d.client().await;
         let session = new_session(&c, &d.workspace).await;
+        // Counted at once, while the new record may not be in sled yet.
+        assert_eq!(c.status().await.unwrap().sessions_total, 1);
         let mut sub = c.subscribe_session(session.clone(), None).await.unwrap();
         let call = c
             .call_tool(
@@ -219,6 +221,10 @@ async fn kill_9_and_restart_keep_sessions_and_events() {
     assert!(
         sessions.iter().any(|s| s.session_id == session),
         "the session survived"
+    );
+    assert_eq!(
+        c.status().await.unwrap().sessions_total,
+        sessions.len() as u64
     );
     let mut sub = c.subscribe_session(session.clone(), None).await.unwrap();
     let replayed = collect_until(&mut sub, |e| {

@@ -78,9 +78,8 @@ impl GeminidApiServer for RpcHandler {
         let sessions_total = d
             .sessions
             .store()
-            .list_sessions()
-            .map_err(crate::session::SessionError::from)?
-            .len() as u64;
+            .count_sessions()
+            .map_err(crate::session::SessionError::from)? as u64;
         Ok(DaemonStatus {
             daemon_version: env!("CARGO_PKG_VERSION").to_owned(),
             pid: std::process::id(),

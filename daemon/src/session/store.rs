@@ -482,6 +482,19 @@ impl Store {
         Ok(out)
     }
 
+    /// How many sessions the store holds, without reading their records.
+    pub fn count_sessions(&self) -> Result<usize, StoreError> {
+        let mut newer: std::collections::HashSet<String> =
+            self.tail.records().into_iter().map(|r| r.id).collect();
+        let mut count = 0;
+        for key in self.tree()?.scan_prefix(b"s").keys() {
+            let key = key?;
+            newer.remove(String::from_utf8_lossy(&key[1..]).as_ref());
+            count += 1;
+        }
+        Ok(count + newer.len())
+    }
+
     /// Removes a session, its events and its open calls.
     pub fn delete_session(&self, id: &str) -> Result<(), StoreError> {
         check_id(id)?;
@@ -963,7 +976,9 @@ mod tests {
             vec![("c2".to_owned(), b"2".to_vec())]
         );
         assert_eq!(store.list_sessions().unwrap().len(), 2);
+        assert_eq!(store.count_sessions().unwrap(), 2);
         store.delete_session(&a).unwrap();
+        assert_eq!(store.count_sessions().unwrap(), 1);
         assert_eq!(store.last_seq(&a).unwrap(), 0);
         assert!(store.get_session(&a).unwrap().is_none());
         assert_eq!(store.last_seq(&b).unwrap(), 1);
