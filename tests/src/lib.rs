@@ -15,6 +15,21 @@ pub use gemctl::{Client, GeminidApiClient};
 
 pub mod fake_model;
 
+/// The names of the write-ahead log's `wal.<n>` segments in a data
+/// directory, sorted; none when it cannot be read.
+pub fn wal_files(data_dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(data_dir)
+        .map(|dir| {
+            dir.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("wal."))
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
 /// The daemon binary under test.
 pub fn geminid_bin() -> PathBuf {
     sibling_bin("geminid-it")

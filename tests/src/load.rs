@@ -18,17 +18,6 @@ use tokio::sync::watch;
 
 use crate::{Client, GeminidApiClient, TestDaemon};
 
-/// The `wal.<n>` files in a data directory.
-fn wal_segments(data_dir: &std::path::Path) -> usize {
-    std::fs::read_dir(data_dir)
-        .map(|dir| {
-            dir.filter_map(Result::ok)
-                .filter(|e| e.file_name().to_string_lossy().starts_with("wal."))
-                .count()
-        })
-        .unwrap_or(0)
-}
-
 /// What a run measured.
 pub struct LoadReport {
     pub clients: usize,
@@ -210,7 +199,7 @@ pub async fn run(d: &TestDaemon, clients: usize, calls: usize) -> LoadReport {
     // every cut segment must be gone, none left behind by a busy tick.
     let settle = std::time::Instant::now();
     report.wal_segments = loop {
-        let n = wal_segments(&data_dir);
+        let n = crate::wal_files(&data_dir).len();
         if n <= 1 || settle.elapsed() > Duration::from_secs(10) {
             break n;
         }

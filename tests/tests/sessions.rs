@@ -323,18 +323,6 @@ async fn large_results_survive_kill_9_unchanged() {
     );
 }
 
-/// The `wal.<n>` file names in the data directory, sorted.
-fn wal_files(data_dir: &std::path::Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(data_dir)
-        .expect("data dir")
-        .filter_map(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("wal."))
-        .collect();
-    names.sort();
-    names
-}
-
 #[tokio::test]
 async fn the_running_daemon_checkpoints_and_cuts_its_log() {
     let d = TestDaemon::start();
