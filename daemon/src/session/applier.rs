@@ -225,27 +225,56 @@ fn run(store: &Store, shared: &Shared) {
     }
 }
 
-/// Applies `batch` in order; a failing apply is retried in place.
+/// Applies `batch` in order; a failing apply is retried in place. The
+/// steps between two other jobs go to sled a session at a time, each
+/// session's together (see [`Store::apply_together`]).
 fn apply_all(store: &Store, batch: VecDeque<Job>, shared: &Shared) {
+    let mut steps = Vec::new();
     for job in batch {
         match job {
-            Job::Apply(mut logged) => {
-                while let Err(e) = store.apply_logged(&mut logged) {
-                    tracing::error!(error = %e, "could not apply events to sled; will retry");
-                    if shared.lock().closed {
-                        // Dropped unapplied, it marks the store broken; the
-                        // log replays it at the next open.
-                        break;
-                    }
-                    std::thread::sleep(RETRY);
-                }
-            }
+            Job::Apply(logged) => steps.push(*logged),
             Job::Settle(done) => {
+                apply_steps(store, std::mem::take(&mut steps), shared);
                 let _ = done.send(());
             }
-            Job::Run(f) => f(store),
+            Job::Run(f) => {
+                apply_steps(store, std::mem::take(&mut steps), shared);
+                f(store);
+            }
         }
     }
+    apply_steps(store, steps, shared);
+}
+
+fn apply_steps(store: &Store, steps: Vec<Logged>, shared: &Shared) {
+    for mut run in by_session(steps) {
+        if run.len() > 1 && store.apply_together(&mut run).is_ok() {
+            continue;
+        }
+        for logged in &mut run {
+            while let Err(e) = store.apply_logged(logged) {
+                tracing::error!(error = %e, "could not apply events to sled; will retry");
+                if shared.lock().closed {
+                    // Dropped unapplied, it marks the store broken; the
+                    // log replays it at the next open.
+                    break;
+                }
+                std::thread::sleep(RETRY);
+            }
+        }
+    }
+}
+
+/// `steps` grouped by session, each group in log order.
+fn by_session(steps: Vec<Logged>) -> Vec<Vec<Logged>> {
+    let mut groups: Vec<Vec<Logged>> = Vec::new();
+    for step in steps {
+        match groups.iter_mut().find(|g| g[0].id == step.id) {
+            Some(group) => group.push(step),
+            None => groups.push(vec![step]),
+        }
+    }
+    groups
 }
 
 /// Gives the calling thread (not the process: Linux keeps a nice value per

@@ -5,6 +5,7 @@ mod actor;
 mod applier;
 mod blobs;
 mod driver;
+mod event_blocks;
 mod event_json;
 mod handle;
 mod maintenance;

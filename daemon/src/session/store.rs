@@ -5,7 +5,8 @@
 //! write-ahead log, not a sled batch (see [`apply`]). Keys:
 //!
 //! * `s` + session id: the [`SessionRecord`] as JSON;
-//! * `e` + session id + seq (u64 big-endian): one event, in its wire JSON;
+//! * `E` + session id + seq (u64 big-endian): the events of one logged
+//!   step, from that seq on, in their wire JSON (see `event_blocks.rs`);
 //! * `o` + session id + call id: a call that has not reached a terminal
 //!   state (so a restart can mark it interrupted without reading the log);
 //! * `h` + session id + index (u64 big-endian): one [`Content`] of the
@@ -26,6 +27,7 @@ use std::sync::{Arc, RwLock};
 
 use super::applier::Applier;
 use super::blobs::{Blobs, INLINE_MAX};
+use super::event_blocks;
 use super::tail::{Logged, Tail};
 
 use serde::{Deserialize, Serialize};
@@ -105,6 +107,25 @@ pub struct Append {
     /// Prompts queued or started (`Some` of their [`PendingPrompt`] JSON)
     /// or finished (`None`), by turn id.
     pub prompts: Vec<(String, Option<Vec<u8>>)>,
+}
+
+impl Append {
+    /// The appends, in order, as one: what sled holds after applying them
+    /// one by one, in fewer writes (a call opened in one and closed in a
+    /// later one leaves no marker to write and remove).
+    pub fn merged<'a>(appends: impl IntoIterator<Item = &'a Append>) -> Append {
+        let mut out = Append::default();
+        for append in appends {
+            out.events.extend(append.events.iter().cloned());
+            out.open_calls.extend(append.open_calls.iter().cloned());
+            if append.record.is_some() {
+                out.record.clone_from(&append.record);
+            }
+            out.history.extend(append.history.iter().cloned());
+            out.prompts.extend(append.prompts.iter().cloned());
+        }
+        out
+    }
 }
 
 /// A prompt that has not finished, as stored under `q`.
@@ -235,6 +256,14 @@ impl Store {
             tracing::info!(
                 batches = replayed,
                 "replayed the write-ahead log after an unclean stop"
+            );
+        }
+        let migrated = event_blocks::migrate(&tree)?;
+        if migrated > 0 {
+            db.flush()?;
+            tracing::info!(
+                events = migrated,
+                "moved events stored one per key into blocks"
             );
         }
         let mut store = Store {
@@ -403,6 +432,43 @@ impl Store {
         }
     }
 
+    /// Applies logged appends of one session, in log order, to sled as
+    /// one (see [`Append::merged`]): their events go in as one block.
+    /// On failure none is marked applied and the store is marked broken;
+    /// apply them again one by one ([`Store::apply_logged`]).
+    pub fn apply_together(&self, steps: &mut [Logged]) -> Result<(), StoreError> {
+        let applied = (|| {
+            let Some(id) = steps.first().map(|s| s.id.clone()) else {
+                return Ok(());
+            };
+            if steps.iter().any(|s| s.id != id) {
+                return Err(StoreError::Io(
+                    "steps of different sessions cannot be applied together".to_owned(),
+                ));
+            }
+            if self.is_broken() {
+                self.recover()?;
+            }
+            let tree = self.tree()?;
+            let markers: Vec<(u64, Vec<u8>)> = steps
+                .iter()
+                .flat_map(|s| s.markers.iter().cloned())
+                .collect();
+            settle_blobs(&self.blobs, &id, &markers)?;
+            let merged = Append::merged(steps.iter().map(|s| &s.append));
+            apply(&tree, &id, &merged, &markers)
+        })();
+        match applied {
+            Ok(()) => {
+                for step in steps {
+                    step.applied();
+                }
+                Ok(())
+            }
+            Err(e) => self.failed(e),
+        }
+    }
+
     /// How many writes the store has taken since it was opened.
     pub fn writes(&self) -> u64 {
         self.writes.load(Ordering::Relaxed)
@@ -518,8 +584,8 @@ impl Store {
         self.writes.fetch_add(1, Ordering::Relaxed);
         let mut batch = sled::Batch::default();
         batch.remove(record_key(id));
-        for tag in [b'e', b'o', b'h', b'q'] {
-            let prefix = prefixed(tag, id);
+        let prefixes = [b'o', b'h', b'q'].map(|tag| prefixed(tag, id));
+        for prefix in prefixes.into_iter().chain([event_blocks::prefix(id)]) {
             for key in self.tree()?.scan_prefix(prefix).keys() {
                 batch.remove(key?);
             }
@@ -551,24 +617,24 @@ impl Store {
         }
         // The tail first: an append leaves it only once it is in sled.
         let unapplied = self.tail.events(id, since, upto);
-        for item in self
-            .tree()?
-            .range(event_key(id, since.saturating_add(1))..=event_key(id, upto))
-        {
-            let (key, value) = item?;
-            let seq = seq_of(&key);
-            let bytes = self.blobs.resolve(id, &value).map_err(|e| {
-                StoreError::Io(format!("blob file of session {id}, event {seq}: {e}"))
-            })?;
-            let text = String::from_utf8(bytes).map_err(|_| StoreError::Corrupt {
-                key: format!("{id}/{seq}"),
-                source: serde::de::Error::custom("event is not UTF-8"),
-            })?;
-            let raw = RawValue::from_string(text).map_err(|source| StoreError::Corrupt {
-                key: format!("{id}/{seq}"),
-                source,
-            })?;
-            out.push((seq, raw));
+        let tree = self.tree()?;
+        let start = event_blocks::start_of(&tree, id, since.saturating_add(1))?;
+        // Blocks can overlap after a crash (see `event_blocks.rs`); a seq
+        // always stands for the same event, so one passed is skipped.
+        let mut passed = since;
+        'blocks: for item in tree.range(start..=event_blocks::key(id, upto)) {
+            let (key, block) = item?;
+            for entry in event_blocks::entries(&block, || event_blocks::describe(&key)) {
+                let (seq, value) = entry?;
+                if seq <= passed {
+                    continue;
+                }
+                passed = seq;
+                if seq > upto {
+                    break 'blocks;
+                }
+                out.push((seq, self.event_json(id, seq, value)?));
+            }
         }
         for event in unapplied {
             if let Err(at) = out.binary_search_by_key(&event.seq, |(seq, _)| *seq) {
@@ -578,18 +644,35 @@ impl Store {
         Ok(out)
     }
 
+    /// One stored event's JSON: `value` itself, or the blob it marks.
+    fn event_json(&self, id: &str, seq: u64, value: &[u8]) -> Result<Box<RawValue>, StoreError> {
+        let bytes = self
+            .blobs
+            .resolve(id, value)
+            .map_err(|e| StoreError::Io(format!("blob file of session {id}, event {seq}: {e}")))?;
+        let text = String::from_utf8(bytes).map_err(|_| StoreError::Corrupt {
+            key: format!("{id}/{seq}"),
+            source: serde::de::Error::custom("event is not UTF-8"),
+        })?;
+        RawValue::from_string(text).map_err(|source| StoreError::Corrupt {
+            key: format!("{id}/{seq}"),
+            source,
+        })
+    }
+
     /// The seq of the session's newest event, 0 when it has none.
     pub fn last_seq(&self, id: &str) -> Result<u64, StoreError> {
         check_id(id)?;
         let unapplied = self.tail.last_seq(id).unwrap_or(0);
-        let applied = self
+        let applied = match self
             .tree()?
-            .scan_prefix(prefixed(b'e', id))
-            .keys()
+            .scan_prefix(event_blocks::prefix(id))
             .next_back()
             .transpose()?
-            .map(|key| seq_of(&key))
-            .unwrap_or(0);
+        {
+            Some((key, block)) => event_blocks::last_seq(&block, || event_blocks::describe(&key))?,
+            None => 0,
+        };
         Ok(applied.max(unapplied))
     }
 
@@ -691,8 +774,8 @@ fn settle_blobs(blobs: &Blobs, id: &str, markers: &[(u64, Vec<u8>)]) -> Result<(
 /// holds a prefix of these writes only while the line is still in the log.
 /// The order keeps even such a prefix sensible on its own: calls and
 /// prompts are marked open before their events are written, and unmarked
-/// only after them. Events stored out of line (in `markers`) get their
-/// marker.
+/// only after them. The events go in as one block (`event_blocks.rs`);
+/// those stored out of line (in `markers`) as their marker.
 fn apply(
     tree: &sled::Tree,
     id: &str,
@@ -743,8 +826,8 @@ fn apply(
         key.extend_from_slice(&index.to_be_bytes());
         tree.insert(key, content.as_bytes())?;
     }
-    // In seq order, so that a prefix has no gap. (A replayed line carries
-    // out-of-line events as markers only.)
+    // In seq order. (A replayed line carries out-of-line events as
+    // markers only.)
     let mut events: Vec<(u64, &[u8])> = append
         .events
         .iter()
@@ -757,8 +840,8 @@ fn apply(
         )
         .collect();
     events.sort_unstable_by_key(|(seq, _)| *seq);
-    for (seq, value) in events {
-        tree.insert(event_key(id, seq), value)?;
+    if let Some((first, _)) = events.first() {
+        tree.insert(event_blocks::key(id, *first), event_blocks::encode(events))?;
     }
     for (call_id, open) in &append.open_calls {
         if open.is_none() && !also(call_id, true) {
@@ -797,12 +880,6 @@ fn prefixed(tag: u8, id: &str) -> Vec<u8> {
 
 fn record_key(id: &str) -> Vec<u8> {
     prefixed(b's', id)
-}
-
-fn event_key(id: &str, seq: u64) -> Vec<u8> {
-    let mut key = prefixed(b'e', id);
-    key.extend_from_slice(&seq.to_be_bytes());
-    key
 }
 
 fn seq_of(key: &[u8]) -> u64 {
@@ -919,6 +996,14 @@ mod tests {
         // Nothing is left in the tail: every step reached sled, in order.
         assert_eq!(store.tail.last_seq(&a), None);
         assert_eq!(store.last_seq(&a).unwrap(), 200);
+        assert_eq!(seqs(&store, &a), (1..=200).collect::<Vec<_>>());
+        // Steps found queued together went in together.
+        let blocks = store
+            .tree()
+            .unwrap()
+            .scan_prefix(event_blocks::prefix(&a))
+            .count();
+        assert!(blocks < 200, "{blocks} blocks for 200 steps");
         assert!(!store.is_broken());
     }
 
@@ -984,6 +1069,166 @@ mod tests {
         assert_eq!(store.last_seq(&b).unwrap(), 1);
     }
 
+    /// Steps of 1 to 5 events make blocks of those sizes; every range,
+    /// whether it starts or ends inside a block or between two, reads
+    /// exactly its events.
+    #[test]
+    fn every_range_across_blocks_is_exact() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let id = new_session_id();
+        let mut seq = 0;
+        for size in [1u64, 3, 2, 5, 1, 4, 2] {
+            let append = Append {
+                events: (seq + 1..=seq + size)
+                    .map(|s| Published::new(s, raw(&format!("{{\"n\":{s}}}"))))
+                    .collect(),
+                ..Append::default()
+            };
+            store.commit(&id, &append).unwrap();
+            seq += size;
+        }
+        assert_eq!(
+            store
+                .tree()
+                .unwrap()
+                .scan_prefix(event_blocks::prefix(&id))
+                .count(),
+            7
+        );
+        assert_eq!(store.last_seq(&id).unwrap(), seq);
+        for since in 0..=seq + 1 {
+            for upto in since..=seq + 1 {
+                let got = store.events(&id, since, upto).unwrap();
+                let want: Vec<u64> = (since + 1..=upto.min(seq)).collect();
+                let seqs: Vec<u64> = got.iter().map(|(s, _)| *s).collect();
+                assert_eq!(seqs, want, "since {since}, upto {upto}");
+                for (s, json) in got {
+                    assert_eq!(json.get(), format!("{{\"n\":{s}}}"));
+                }
+            }
+        }
+    }
+
+    /// Logs one step per seq in `seqs`, each with one event; the first
+    /// opens `call-a` and the last closes it; every step opens and closes
+    /// a call of its own, and the second opens `call-b` for good.
+    fn logged_steps(store: &Store, id: &str, seqs: std::ops::RangeInclusive<u64>) -> Vec<Logged> {
+        let (first, last) = (*seqs.start(), *seqs.end());
+        seqs.map(|seq| {
+            let mut open_calls = vec![
+                (format!("own-{seq}"), Some(b"[]".to_vec())),
+                (format!("own-{seq}"), None),
+            ];
+            if seq == first {
+                open_calls.push(("call-a".to_owned(), Some(b"[]".to_vec())));
+            }
+            if seq == first + 1 {
+                open_calls.push(("call-b".to_owned(), Some(b"[]".to_vec())));
+            }
+            if seq == last {
+                open_calls.push(("call-a".to_owned(), None));
+            }
+            let mut append = Append {
+                events: vec![Published::new(seq, raw(&format!("{{\"n\":{seq}}}")))],
+                open_calls,
+                ..Append::default()
+            };
+            store.log(id, &mut append).unwrap()
+        })
+        .collect()
+    }
+
+    fn seqs(store: &Store, id: &str) -> Vec<u64> {
+        store
+            .events(id, 0, u64::MAX)
+            .unwrap()
+            .into_iter()
+            .map(|(s, _)| s)
+            .collect()
+    }
+
+    #[test]
+    fn steps_applied_together_make_one_block_and_the_same_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let id = new_session_id();
+        let mut steps = logged_steps(&store, &id, 1..=5);
+        store.apply_together(&mut steps).unwrap();
+        drop(steps);
+        assert!(!store.is_broken(), "every step was marked applied");
+        assert_eq!(store.tail.last_seq(&id), None);
+        let blocks: Vec<Vec<u8>> = store
+            .tree()
+            .unwrap()
+            .scan_prefix(event_blocks::prefix(&id))
+            .keys()
+            .map(|k| k.unwrap().to_vec())
+            .collect();
+        assert_eq!(blocks, [event_blocks::key(&id, 1)]);
+        assert_eq!(seqs(&store, &id), [1, 2, 3, 4, 5]);
+        assert_eq!(store.last_seq(&id).unwrap(), 5);
+        let open: Vec<String> = store
+            .open_calls(&id)
+            .unwrap()
+            .into_iter()
+            .map(|(c, _)| c)
+            .collect();
+        assert_eq!(open, ["call-b"]);
+    }
+
+    /// A crash after steps 1 to 5 went into sled as one block, before
+    /// the log was cut: the replay writes steps 3 to 5 again, one by one.
+    #[test]
+    fn a_step_replayed_over_a_block_is_read_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let id = new_session_id();
+        let mut steps = logged_steps(&store, &id, 1..=5);
+        store.apply_together(&mut steps).unwrap();
+        let tree = store.tree().unwrap();
+        for step in &steps[2..] {
+            apply(&tree, &id, &step.append, &[]).unwrap();
+        }
+        assert_eq!(tree.scan_prefix(event_blocks::prefix(&id)).count(), 4);
+        assert_eq!(seqs(&store, &id), [1, 2, 3, 4, 5]);
+        for since in 0..=5 {
+            let got: Vec<u64> = store
+                .events(&id, since, 5)
+                .unwrap()
+                .into_iter()
+                .map(|(s, _)| s)
+                .collect();
+            assert_eq!(got, (since + 1..=5).collect::<Vec<_>>());
+        }
+        assert_eq!(store.last_seq(&id).unwrap(), 5);
+    }
+
+    /// Stores written before event blocks hold one `e` key per event.
+    #[test]
+    fn a_store_written_one_key_per_event_opens_with_its_events() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = new_session_id();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            store.put_session(&record(&id)).unwrap();
+            let tree = store.tree().unwrap();
+            for seq in 1..=100u64 {
+                let mut key = prefixed(b'e', &id);
+                key.extend_from_slice(&seq.to_be_bytes());
+                tree.insert(key, format!("{{\"n\":{seq}}}").as_bytes())
+                    .unwrap();
+            }
+            store.flush_blocking().unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert_eq!(store.last_seq(&id).unwrap(), 100);
+        let got = store.events(&id, 40, 70).unwrap();
+        assert_eq!(got.len(), 30);
+        assert_eq!(got[0].1.get(), "{\"n\":41}");
+        assert_eq!(store.tree().unwrap().scan_prefix(b"e").count(), 0);
+    }
+
     #[test]
     fn a_delete_comes_after_the_sessions_queued_steps() {
         let dir = tempfile::tempdir().unwrap();
@@ -1003,7 +1248,7 @@ mod tests {
         let left = store
             .tree()
             .unwrap()
-            .scan_prefix(prefixed(b'e', &id))
+            .scan_prefix(event_blocks::prefix(&id))
             .count();
         assert_eq!(left, 0, "events applied after the delete");
         assert_eq!(store.last_seq(&id).unwrap(), 0);
@@ -1031,16 +1276,20 @@ mod tests {
             // The large event went to the blob file; sled holds a marker.
             let blob = dir.path().join("blobs").join(&id);
             assert_eq!(std::fs::metadata(&blob).unwrap().len(), big.len() as u64);
-            let stored = store
+            let block = store
                 .tree()
                 .unwrap()
-                .get(event_key(&id, 2))
+                .get(event_blocks::key(&id, 1))
                 .unwrap()
                 .unwrap();
+            let stored: Vec<usize> = event_blocks::entries(&block, String::new)
+                .map(|e| e.unwrap().1.len())
+                .collect();
+            assert_eq!(stored.len(), 3);
             assert!(
-                stored.len() < 64,
+                stored[1] < 64,
                 "sled holds a marker, not {} bytes",
-                stored.len()
+                stored[1]
             );
         }
         let store = Store::open(dir.path()).unwrap();

@@ -1,0 +1,322 @@
+//! Event blocks: the events of one logged step, under one sled key.
+//!
+//! The store used to keep one sled key per event. sled 0.34 splits a leaf
+//! once it holds more than 16 entries, so with about three events per
+//! tool call it split a leaf every few calls, and every split leaves a
+//! page behind in sled's page table for as long as the database is open
+//! (freed pages are kept for reuse). Most of the `store-apply` thread's
+//! time went into those inserts and splits, and most of what a busy store
+//! kept resident after its sessions were deleted was those pages.
+//!
+//! So events go in together: key `E` + session id + the seq of the
+//! block's first event (u64 big-endian), value a run of entries
+//! `seq (u64 BE) | length (u64 BE) | bytes`, in seq order. The bytes are
+//! the event's wire JSON, or a blob marker (`blobs.rs`). A block holds the
+//! steps of one session that the apply thread found queued together
+//! (`applier.rs`; one step when they come slowly), in one insert, so sled
+//! never holds part of a step's events.
+//!
+//! Blocks can overlap, after a crash only: the write-ahead log replays
+//! steps one by one, and a step the apply thread had put in a block with
+//! others before the crash gets its own block too (or rewrites the block,
+//! when it was the first). A seq always stands for the same event, so
+//! reads skip any seq they have passed. The block with the greatest key
+//! still ends with the session's newest event: the replay covers every
+//! step after the oldest one it replays, so a replayed block is never
+//! followed by an older, longer one.
+//!
+//! Stores written before blocks hold one `e` key per event; [`migrate`]
+//! turns them into blocks when the store opens.
+
+use super::store::{SESSION_ID_LEN, StoreError};
+
+/// Tag of an event block's key.
+const BLOCK: u8 = b'E';
+/// Tag of a pre-block event key: `e` + session id + seq.
+const OLD_EVENT: u8 = b'e';
+/// Events per block made from old keys.
+const MIGRATED_BLOCK: usize = 64;
+const HEADER: usize = 8 + 8;
+
+/// The key of the block whose first event is `first`.
+pub(super) fn key(id: &str, first: u64) -> Vec<u8> {
+    let mut key = prefix(id);
+    key.extend_from_slice(&first.to_be_bytes());
+    key
+}
+
+/// The prefix of every block of the session.
+pub(super) fn prefix(id: &str) -> Vec<u8> {
+    let mut key = Vec::with_capacity(1 + SESSION_ID_LEN + 8);
+    key.push(BLOCK);
+    key.extend_from_slice(id.as_bytes());
+    key
+}
+
+/// Encodes `entries` (in seq order) as one block.
+pub(super) fn encode<'a>(entries: impl IntoIterator<Item = (u64, &'a [u8])>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for (seq, bytes) in entries {
+        out.extend_from_slice(&seq.to_be_bytes());
+        out.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
+        out.extend_from_slice(bytes);
+    }
+    out
+}
+
+/// The entries of a block, in order. A block that does not parse is
+/// reported as corrupt, under `what` (its session and first seq).
+pub(super) fn entries<'a>(
+    block: &'a [u8],
+    what: impl Fn() -> String + 'a,
+) -> impl Iterator<Item = Result<(u64, &'a [u8]), StoreError>> + 'a {
+    let mut rest = block;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let Some((seq, len)) = rest
+            .get(..HEADER)
+            .map(|h| (be_u64(&h[..8]), be_u64(&h[8..])))
+        else {
+            rest = &[];
+            return Some(Err(corrupt(what(), "an event block ends inside a header")));
+        };
+        let end = usize::try_from(len)
+            .ok()
+            .and_then(|len| len.checked_add(HEADER));
+        let Some(bytes) = end.and_then(|end| rest.get(HEADER..end)) else {
+            rest = &[];
+            return Some(Err(corrupt(what(), "an event block ends inside an event")));
+        };
+        rest = &rest[HEADER + bytes.len()..];
+        Some(Ok((seq, bytes)))
+    })
+}
+
+/// The seq of a block's last event.
+pub(super) fn last_seq(block: &[u8], what: impl Fn() -> String) -> Result<u64, StoreError> {
+    let mut last = None;
+    for entry in entries(block, &what) {
+        last = Some(entry?.0);
+    }
+    last.ok_or_else(|| corrupt(what(), "an event block holds no event"))
+}
+
+/// The key of the block that holds `seq` if the session has one, else
+/// of the first block after it.
+pub(super) fn start_of(tree: &sled::Tree, id: &str, seq: u64) -> Result<Vec<u8>, StoreError> {
+    Ok(tree
+        .range(key(id, 0)..=key(id, seq))
+        .keys()
+        .next_back()
+        .transpose()?
+        .map(|k| k.to_vec())
+        .unwrap_or_else(|| key(id, seq)))
+}
+
+/// Whether some block of the session holds `seq`.
+fn holds(tree: &sled::Tree, id: &str, seq: u64) -> Result<bool, StoreError> {
+    let Some((block_key, block)) = tree
+        .range(key(id, 0)..=key(id, seq))
+        .next_back()
+        .transpose()?
+    else {
+        return Ok(false);
+    };
+    for entry in entries(&block, || describe(&block_key)) {
+        if entry?.0 == seq {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// Turns the pre-block `e` keys of every session into blocks of up to
+/// [`MIGRATED_BLOCK`] events, one sled batch per session (so a crash
+/// leaves each session either migrated or not, and the next open goes
+/// on). Returns how many events moved.
+///
+/// Runs after the write-ahead log's replay, which writes blocks: an old
+/// daemon killed in the middle of applying a step left part of its events
+/// as `e` keys, and the replay wrote the whole step as a block. Such
+/// events are dropped here, and a block made here ends before any seq a
+/// block already holds, so blocks never overlap.
+pub(super) fn migrate(tree: &sled::Tree) -> Result<usize, StoreError> {
+    let mut moved = 0;
+    while let Some(first) = tree.scan_prefix([OLD_EVENT]).keys().next().transpose()? {
+        let id_bytes = first
+            .get(1..1 + SESSION_ID_LEN)
+            .ok_or_else(|| corrupt(describe(&first), "an event key is too short"))?;
+        let id = std::str::from_utf8(id_bytes)
+            .map_err(|_| corrupt(describe(&first), "an event key names no session"))?
+            .to_owned();
+        let mut old_prefix = vec![OLD_EVENT];
+        old_prefix.extend_from_slice(id.as_bytes());
+        let mut batch = sled::Batch::default();
+        let mut block: Vec<(u64, sled::IVec)> = Vec::new();
+        let end_block = |block: &mut Vec<(u64, sled::IVec)>, batch: &mut sled::Batch| {
+            if let Some((first, _)) = block.first() {
+                let value = encode(block.iter().map(|(seq, v)| (*seq, v.as_ref())));
+                batch.insert(key(&id, *first), value);
+                block.clear();
+            }
+        };
+        for item in tree.scan_prefix(&old_prefix) {
+            let (old_key, value) = item?;
+            batch.remove(old_key.clone());
+            let seq = seq_of(&old_key);
+            if holds(tree, &id, seq)? {
+                end_block(&mut block, &mut batch);
+                continue;
+            }
+            moved += 1;
+            block.push((seq, value));
+            if block.len() == MIGRATED_BLOCK {
+                end_block(&mut block, &mut batch);
+            }
+        }
+        end_block(&mut block, &mut batch);
+        tree.apply_batch(batch)?;
+    }
+    Ok(moved)
+}
+
+/// The seq at the end of an event or block key.
+fn seq_of(key: &[u8]) -> u64 {
+    be_u64(&key[key.len().saturating_sub(8)..])
+}
+
+/// Up to eight bytes as a big-endian number.
+fn be_u64(bytes: &[u8]) -> u64 {
+    let mut out = [0u8; 8];
+    let bytes = &bytes[bytes.len().saturating_sub(8)..];
+    out[8 - bytes.len()..].copy_from_slice(bytes);
+    u64::from_be_bytes(out)
+}
+
+/// A key as session id and seq, for errors.
+pub(super) fn describe(key: &[u8]) -> String {
+    let id = key.get(1..1 + SESSION_ID_LEN).unwrap_or_default();
+    format!("{}/{}", String::from_utf8_lossy(id), seq_of(key))
+}
+
+fn corrupt(key: String, why: &'static str) -> StoreError {
+    StoreError::Corrupt {
+        key,
+        source: serde::de::Error::custom(why),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ID: &str = "0123456789abcdef0123456789abcdef";
+
+    fn old_key(seq: u64) -> Vec<u8> {
+        let mut k = vec![OLD_EVENT];
+        k.extend_from_slice(ID.as_bytes());
+        k.extend_from_slice(&seq.to_be_bytes());
+        k
+    }
+
+    fn all(tree: &sled::Tree) -> Vec<(u64, Vec<u8>, Vec<u8>)> {
+        tree.scan_prefix(prefix(ID))
+            .flat_map(|item| {
+                let (k, v) = item.unwrap();
+                let first = seq_of(&k);
+                entries(&v, String::new)
+                    .map(|e| {
+                        let (seq, bytes) = e.unwrap();
+                        (first, seq.to_be_bytes().to_vec(), bytes.to_vec())
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_block_reads_back_its_entries() {
+        let big = vec![b'x'; 70_000];
+        let block = encode([(7, &b"{}"[..]), (8, &big[..]), (9, &b""[..])]);
+        let got: Vec<(u64, usize)> = entries(&block, String::new)
+            .map(|e| e.map(|(s, b)| (s, b.len())).unwrap())
+            .collect();
+        assert_eq!(got, [(7, 2), (8, 70_000), (9, 0)]);
+        assert_eq!(last_seq(&block, String::new).unwrap(), 9);
+    }
+
+    #[test]
+    fn a_cut_block_is_reported_corrupt() {
+        let block = encode([(1, &b"{\"a\":1}"[..]), (2, &b"{}"[..])]);
+        for cut in [3, 17, block.len() - 1] {
+            let read: Result<Vec<_>, _> = entries(&block[..cut], || "s/1".to_owned()).collect();
+            let err = read.unwrap_err();
+            assert!(
+                matches!(&err, StoreError::Corrupt { key, .. } if key == "s/1"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn old_event_keys_become_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = sled::Config::new()
+            .path(dir.path())
+            .open()
+            .unwrap()
+            .open_tree("t")
+            .unwrap();
+        for seq in 1..=150u64 {
+            tree.insert(old_key(seq), format!("{{\"n\":{seq}}}").as_bytes())
+                .unwrap();
+        }
+        assert_eq!(migrate(&tree).unwrap(), 150);
+        assert_eq!(tree.scan_prefix([OLD_EVENT]).count(), 0);
+        let got = all(&tree);
+        assert_eq!(got.len(), 150);
+        for (i, (_, seq, bytes)) in got.iter().enumerate() {
+            let n = i as u64 + 1;
+            assert_eq!(seq, &n.to_be_bytes());
+            assert_eq!(bytes, format!("{{\"n\":{n}}}").as_bytes());
+        }
+        // Blocks of 64: keyed 1, 65 and 129.
+        let firsts: Vec<u64> = tree
+            .scan_prefix(prefix(ID))
+            .keys()
+            .map(|k| seq_of(&k.unwrap()))
+            .collect();
+        assert_eq!(firsts, [1, 65, 129]);
+        // Nothing left to do the second time.
+        assert_eq!(migrate(&tree).unwrap(), 0);
+    }
+
+    /// An old daemon killed while applying step 10..=14 left 10..=12 as
+    /// keys; the replay wrote the step as a block. No seq may come twice.
+    #[test]
+    fn events_a_replayed_block_holds_are_dropped_not_doubled() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = sled::Config::new()
+            .path(dir.path())
+            .open()
+            .unwrap()
+            .open_tree("t")
+            .unwrap();
+        for seq in 1..=12u64 {
+            tree.insert(old_key(seq), &b"{}"[..]).unwrap();
+        }
+        let step: Vec<(u64, &[u8])> = (10..=14).map(|s| (s, &b"{}"[..])).collect();
+        tree.insert(key(ID, 10), encode(step)).unwrap();
+        assert_eq!(migrate(&tree).unwrap(), 9);
+        let got = all(&tree);
+        let seqs: Vec<u64> = got
+            .iter()
+            .map(|(_, s, _)| u64::from_be_bytes(s.as_slice().try_into().unwrap()))
+            .collect();
+        assert_eq!(seqs, (1..=14).collect::<Vec<_>>());
+        let firsts: Vec<u64> = got.iter().map(|(f, _, _)| *f).collect();
+        assert_eq!(firsts, [[1; 9].as_slice(), &[10; 5]].concat());
+    }
+}
