@@ -234,6 +234,38 @@ async fn read_file(client: &Client, s: &Setup, wait: Option<bool>) -> String {
     started.call_id
 }
 
+/// `n` `wait: true` calls from a client with no library: one blocking
+/// socket, one write per request, one line read back (what the Python
+/// client and editor plugins do). The round trip without the jsonrpsee
+/// client's own tasks and channels.
+fn raw_round_trips(s: &Setup, n: usize) -> Vec<Duration> {
+    let mut raw = RawConn::connect(&s.daemon.socket);
+    raw.initialize();
+    let params = json!({
+        "sessionId": s.session,
+        "name": "read_file",
+        "args": {"absolute_path": s.file},
+        "wait": true,
+    });
+    let mut call = || {
+        let response = raw.request("tool.call", params.clone());
+        assert_eq!(
+            response["result"]["outcome"]["state"], "success",
+            "read_file succeeds: {response}"
+        );
+    };
+    for _ in 0..200 {
+        call();
+    }
+    let mut out = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        call();
+        out.push(t.elapsed());
+    }
+    out
+}
+
 // ---------------------------------------------------------------------------
 // 4. Resident memory
 
@@ -422,7 +454,7 @@ fn bench_rtt() -> Vec<Row> {
     let n = env_usize("FOUNDATION_RTT_N", 2000);
     println!("\n## 2. Round trips over one open connection (client on a current-thread runtime)\n");
     let rt = runtime_current_thread();
-    let (status, call_wait, call_nowait) = rt.block_on(async {
+    let (status, call_wait, call_nowait, call_raw) = rt.block_on(async {
         let (s, client) = setup().await;
         for _ in 0..200 {
             client.status().await.expect("status");
@@ -493,11 +525,13 @@ fn bench_rtt() -> Vec<Row> {
             read_file(&client, &s, Some(false)).await;
             call_nowait.push(t.elapsed());
         }
+        let call_raw = raw_round_trips(&s, n);
         drop(s);
         (
             Stats::from_durations(&status),
             Stats::from_durations(&call_wait),
             Stats::from_durations(&call_nowait),
+            Stats::from_durations(&call_raw),
         )
     });
     let (append_only, commit, commit_blocking) = rt.block_on(store_commit(n));
@@ -509,6 +543,10 @@ fn bench_rtt() -> Vec<Row> {
         (
             "`tool.call read_file`, `wait: false` (answer = accepted)",
             &call_nowait,
+        ),
+        (
+            "`tool.call read_file`, `wait: true`, raw NDJSON client (blocking socket, no library)",
+            &call_raw,
         ),
         (
             "breakdown: `Store::append` of one event, in process (no flush)",
@@ -560,6 +598,17 @@ fn bench_rtt() -> Vec<Row> {
                 "{} (p99 {})",
                 Unit::Us.fmt(call_nowait.median()),
                 Unit::Us.fmt(call_nowait.pct(99.0))
+            ),
+            target: "-".into(),
+            pass: None,
+        },
+        Row {
+            figure: "2c. `tool.call read_file` (`wait: true`) round trip, raw NDJSON client, p50"
+                .into(),
+            measured: format!(
+                "{} (p99 {})",
+                Unit::Us.fmt(call_raw.median()),
+                Unit::Us.fmt(call_raw.pct(99.0))
             ),
             target: "-".into(),
             pass: None,

@@ -300,9 +300,12 @@ impl RawConn {
         }
     }
 
+    /// Sends `line` and its newline in one write, as a client would.
     pub fn send_line(&mut self, line: &str) {
-        self.writer.write_all(line.as_bytes()).expect("write");
-        self.writer.write_all(b"\n").expect("write");
+        let mut framed = Vec::with_capacity(line.len() + 1);
+        framed.extend_from_slice(line.as_bytes());
+        framed.push(b'\n');
+        self.writer.write_all(&framed).expect("write");
     }
 
     pub fn read_message(&mut self) -> Value {
