@@ -182,8 +182,8 @@ pub(super) fn migrate(tree: &sled::Tree) -> Result<usize, StoreError> {
     Ok(moved)
 }
 
-/// The seq at the end of an event or block key.
-fn seq_of(key: &[u8]) -> u64 {
+/// The seq (or index) at the end of a key.
+pub(super) fn seq_of(key: &[u8]) -> u64 {
     be_u64(&key[key.len().saturating_sub(8)..])
 }
 
@@ -221,7 +221,19 @@ mod tests {
         k
     }
 
-    fn all(tree: &sled::Tree) -> Vec<(u64, Vec<u8>, Vec<u8>)> {
+    fn temp_tree() -> (tempfile::TempDir, sled::Tree) {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = sled::Config::new()
+            .path(dir.path())
+            .open()
+            .unwrap()
+            .open_tree("t")
+            .unwrap();
+        (dir, tree)
+    }
+
+    /// Every stored entry: its block's first seq, its seq, its bytes.
+    fn all(tree: &sled::Tree) -> Vec<(u64, u64, Vec<u8>)> {
         tree.scan_prefix(prefix(ID))
             .flat_map(|item| {
                 let (k, v) = item.unwrap();
@@ -229,7 +241,7 @@ mod tests {
                 entries(&v, String::new)
                     .map(|e| {
                         let (seq, bytes) = e.unwrap();
-                        (first, seq.to_be_bytes().to_vec(), bytes.to_vec())
+                        (first, seq, bytes.to_vec())
                     })
                     .collect::<Vec<_>>()
             })
@@ -262,13 +274,7 @@ mod tests {
 
     #[test]
     fn old_event_keys_become_blocks() {
-        let dir = tempfile::tempdir().unwrap();
-        let tree = sled::Config::new()
-            .path(dir.path())
-            .open()
-            .unwrap()
-            .open_tree("t")
-            .unwrap();
+        let (_dir, tree) = temp_tree();
         for seq in 1..=150u64 {
             tree.insert(old_key(seq), format!("{{\"n\":{seq}}}").as_bytes())
                 .unwrap();
@@ -279,7 +285,7 @@ mod tests {
         assert_eq!(got.len(), 150);
         for (i, (_, seq, bytes)) in got.iter().enumerate() {
             let n = i as u64 + 1;
-            assert_eq!(seq, &n.to_be_bytes());
+            assert_eq!(*seq, n);
             assert_eq!(bytes, format!("{{\"n\":{n}}}").as_bytes());
         }
         // Blocks of 64: keyed 1, 65 and 129.
@@ -297,13 +303,7 @@ mod tests {
     /// keys; the replay wrote the step as a block. No seq may come twice.
     #[test]
     fn events_a_replayed_block_holds_are_dropped_not_doubled() {
-        let dir = tempfile::tempdir().unwrap();
-        let tree = sled::Config::new()
-            .path(dir.path())
-            .open()
-            .unwrap()
-            .open_tree("t")
-            .unwrap();
+        let (_dir, tree) = temp_tree();
         for seq in 1..=12u64 {
             tree.insert(old_key(seq), &b"{}"[..]).unwrap();
         }
@@ -311,10 +311,7 @@ mod tests {
         tree.insert(key(ID, 10), encode(step)).unwrap();
         assert_eq!(migrate(&tree).unwrap(), 9);
         let got = all(&tree);
-        let seqs: Vec<u64> = got
-            .iter()
-            .map(|(_, s, _)| u64::from_be_bytes(s.as_slice().try_into().unwrap()))
-            .collect();
+        let seqs: Vec<u64> = got.iter().map(|(_, s, _)| *s).collect();
         assert_eq!(seqs, (1..=14).collect::<Vec<_>>());
         let firsts: Vec<u64> = got.iter().map(|(f, _, _)| *f).collect();
         assert_eq!(firsts, [[1; 9].as_slice(), &[10; 5]].concat());

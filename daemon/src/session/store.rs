@@ -437,15 +437,16 @@ impl Store {
     /// On failure none is marked applied and the store is marked broken;
     /// apply them again one by one ([`Store::apply_logged`]).
     pub fn apply_together(&self, steps: &mut [Logged]) -> Result<(), StoreError> {
+        let Some(id) = steps.first().map(|s| s.id.clone()) else {
+            return Ok(());
+        };
+        if steps.iter().any(|s| s.id != id) {
+            // A caller's mistake, not the store's: nothing is marked broken.
+            return Err(StoreError::Io(
+                "steps of different sessions cannot be applied together".to_owned(),
+            ));
+        }
         let applied = (|| {
-            let Some(id) = steps.first().map(|s| s.id.clone()) else {
-                return Ok(());
-            };
-            if steps.iter().any(|s| s.id != id) {
-                return Err(StoreError::Io(
-                    "steps of different sessions cannot be applied together".to_owned(),
-                ));
-            }
             if self.is_broken() {
                 self.recover()?;
             }
@@ -696,7 +697,7 @@ impl Store {
         for item in self.tree()?.scan_prefix(prefixed(b'h', id)) {
             let (key, value) = item?;
             let content = serde_json::from_slice(&value).map_err(|source| StoreError::Corrupt {
-                key: format!("{id}/history/{}", seq_of(&key)),
+                key: format!("{id}/history/{}", event_blocks::seq_of(&key)),
                 source,
             })?;
             out.push(content);
@@ -880,13 +881,6 @@ fn prefixed(tag: u8, id: &str) -> Vec<u8> {
 
 fn record_key(id: &str) -> Vec<u8> {
     prefixed(b's', id)
-}
-
-fn seq_of(key: &[u8]) -> u64 {
-    let mut bytes = [0u8; 8];
-    let tail = &key[key.len().saturating_sub(8)..];
-    bytes[8 - tail.len()..].copy_from_slice(tail);
-    u64::from_be_bytes(bytes)
 }
 
 fn decode_record(id: &str, bytes: &[u8]) -> Result<SessionRecord, StoreError> {
