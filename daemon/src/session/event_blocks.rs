@@ -5,8 +5,10 @@
 //! tool call it split a leaf every few calls, and every split leaves a
 //! page behind in sled's page table for as long as the database is open
 //! (freed pages are kept for reuse). Most of the `store-apply` thread's
-//! time went into those inserts and splits, and most of what a busy store
-//! kept resident after its sessions were deleted was those pages.
+//! time went into those inserts and splits (86% in `Tree::insert`), and
+//! the entries for those pages were the largest single share of what that
+//! thread kept live after a busy store's sessions were deleted (2.2 of
+//! 5.8 MB, BENCHMARKS.md).
 //!
 //! So events go in together: key `E` + session id + the seq of the
 //! block's first event (u64 big-endian), value a run of entries
@@ -28,7 +30,7 @@
 //! Stores written before blocks hold one `e` key per event; [`migrate`]
 //! turns them into blocks when the store opens.
 
-use super::store::{SESSION_ID_LEN, StoreError};
+use super::store::{SESSION_ID_LEN, StoreError, prefixed};
 
 /// Tag of an event block's key.
 const BLOCK: u8 = b'E';
@@ -47,10 +49,7 @@ pub(super) fn key(id: &str, first: u64) -> Vec<u8> {
 
 /// The prefix of every block of the session.
 pub(super) fn prefix(id: &str) -> Vec<u8> {
-    let mut key = Vec::with_capacity(1 + SESSION_ID_LEN + 8);
-    key.push(BLOCK);
-    key.extend_from_slice(id.as_bytes());
-    key
+    prefixed(BLOCK, id)
 }
 
 /// Encodes `entries` (in seq order) as one block.
@@ -103,25 +102,30 @@ pub(super) fn last_seq(block: &[u8], what: impl Fn() -> String) -> Result<u64, S
     last.ok_or_else(|| corrupt(what(), "an event block holds no event"))
 }
 
+/// The session's last block that starts at or before `seq`: the one that
+/// holds `seq`, if any does.
+fn at_or_before(
+    tree: &sled::Tree,
+    id: &str,
+    seq: u64,
+) -> Result<Option<(sled::IVec, sled::IVec)>, StoreError> {
+    Ok(tree
+        .range(key(id, 0)..=key(id, seq))
+        .next_back()
+        .transpose()?)
+}
+
 /// The key of the block that holds `seq` if the session has one, else
 /// of the first block after it.
 pub(super) fn start_of(tree: &sled::Tree, id: &str, seq: u64) -> Result<Vec<u8>, StoreError> {
-    Ok(tree
-        .range(key(id, 0)..=key(id, seq))
-        .keys()
-        .next_back()
-        .transpose()?
-        .map(|k| k.to_vec())
+    Ok(at_or_before(tree, id, seq)?
+        .map(|(k, _)| k.to_vec())
         .unwrap_or_else(|| key(id, seq)))
 }
 
 /// Whether some block of the session holds `seq`.
 fn holds(tree: &sled::Tree, id: &str, seq: u64) -> Result<bool, StoreError> {
-    let Some((block_key, block)) = tree
-        .range(key(id, 0)..=key(id, seq))
-        .next_back()
-        .transpose()?
-    else {
+    let Some((block_key, block)) = at_or_before(tree, id, seq)? else {
         return Ok(false);
     };
     for entry in entries(&block, || describe(&block_key)) {
@@ -151,8 +155,7 @@ pub(super) fn migrate(tree: &sled::Tree) -> Result<usize, StoreError> {
         let id = std::str::from_utf8(id_bytes)
             .map_err(|_| corrupt(describe(&first), "an event key names no session"))?
             .to_owned();
-        let mut old_prefix = vec![OLD_EVENT];
-        old_prefix.extend_from_slice(id.as_bytes());
+        let old_prefix = prefixed(OLD_EVENT, &id);
         let mut batch = sled::Batch::default();
         let mut block: Vec<(u64, sled::IVec)> = Vec::new();
         let end_block = |block: &mut Vec<(u64, sled::IVec)>, batch: &mut sled::Batch| {
@@ -184,10 +187,10 @@ pub(super) fn migrate(tree: &sled::Tree) -> Result<usize, StoreError> {
 
 /// The seq (or index) at the end of a key.
 pub(super) fn seq_of(key: &[u8]) -> u64 {
-    be_u64(&key[key.len().saturating_sub(8)..])
+    be_u64(key)
 }
 
-/// Up to eight bytes as a big-endian number.
+/// The last (up to) eight bytes as a big-endian number.
 fn be_u64(bytes: &[u8]) -> u64 {
     let mut out = [0u8; 8];
     let bytes = &bytes[bytes.len().saturating_sub(8)..];
@@ -215,8 +218,7 @@ mod tests {
     const ID: &str = "0123456789abcdef0123456789abcdef";
 
     fn old_key(seq: u64) -> Vec<u8> {
-        let mut k = vec![OLD_EVENT];
-        k.extend_from_slice(ID.as_bytes());
+        let mut k = prefixed(OLD_EVENT, ID);
         k.extend_from_slice(&seq.to_be_bytes());
         k
     }

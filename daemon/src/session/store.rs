@@ -5,8 +5,9 @@
 //! write-ahead log, not a sled batch (see [`apply`]). Keys:
 //!
 //! * `s` + session id: the [`SessionRecord`] as JSON;
-//! * `E` + session id + seq (u64 big-endian): the events of one logged
-//!   step, from that seq on, in their wire JSON (see `event_blocks.rs`);
+//! * `E` + session id + seq (u64 big-endian): a block of events from that
+//!   seq on (one or more logged steps), in their wire JSON (see
+//!   `event_blocks.rs`);
 //! * `o` + session id + call id: a call that has not reached a terminal
 //!   state (so a restart can mark it interrupted without reading the log);
 //! * `h` + session id + index (u64 big-endian): one [`Content`] of the
@@ -872,7 +873,8 @@ fn check_id(id: &str) -> Result<(), StoreError> {
     }
 }
 
-fn prefixed(tag: u8, id: &str) -> Vec<u8> {
+/// `tag` + session id: the prefix of one kind of a session's keys.
+pub(super) fn prefixed(tag: u8, id: &str) -> Vec<u8> {
     let mut key = Vec::with_capacity(1 + SESSION_ID_LEN + 8);
     key.push(tag);
     key.extend_from_slice(id.as_bytes());
