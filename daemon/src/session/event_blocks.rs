@@ -1,34 +1,23 @@
-//! Event blocks: the events of one logged step, under one sled key.
+//! The entry codec of event files, and the move of events out of sled.
 //!
-//! The store used to keep one sled key per event. sled 0.34 splits a leaf
-//! once it holds more than 16 entries, so with about three events per
-//! tool call it split a leaf every few calls, and every split leaves a
-//! page behind in sled's page table for as long as the database is open
-//! (freed pages are kept for reuse). Most of the `store-apply` thread's
-//! time went into those inserts and splits (86% in `Tree::insert`), and
-//! the entries for those pages were the largest single share of what that
-//! thread kept live after a busy store's sessions were deleted (2.2 of
-//! 5.8 MB, BENCHMARKS.md).
+//! An entry is `seq (u64 BE) | length (u64 BE) | bytes`; a run of them is
+//! what `event_files.rs` appends in one write.
 //!
-//! So events go in together: key `E` + session id + the seq of the
-//! block's first event (u64 big-endian), value a run of entries
-//! `seq (u64 BE) | length (u64 BE) | bytes`, in seq order. The bytes are
-//! the event's wire JSON, or a blob marker (`blobs.rs`). A block holds the
-//! steps of one session that the apply thread found queued together
-//! (`applier.rs`; one step when they come slowly), in one insert, so sled
-//! never holds part of a step's events.
+//! Earlier stores kept events in sled. The first layout had one key per
+//! event (`e` + session id + seq). sled 0.34 splits a leaf once it holds
+//! more than 16 entries, so with about three events per tool call it split
+//! a leaf every few calls, and every split leaves a page in sled's page
+//! table for as long as the database is open. The second layout had one
+//! key per block of steps (`E` + session id + the block's first seq, value
+//! a run of entries): fewer splits, but sled's nodes and pages still grew
+//! with the events and stayed resident after the sessions were deleted
+//! (BENCHMARKS.md, sessions 10 to 13). Blocks could overlap after a crash
+//! (the log replays steps one by one, over a block that held several), and
+//! a seq always stands for the same event.
 //!
-//! Blocks can overlap, after a crash only: the write-ahead log replays
-//! steps one by one, and a step the apply thread had put in a block with
-//! others before the crash gets its own block too (or rewrites the block,
-//! when it was the first). A seq always stands for the same event, so
-//! reads skip any seq they have passed. The block with the greatest key
-//! still ends with the session's newest event: the replay covers every
-//! step after the oldest one it replays, so a replayed block is never
-//! followed by an older, longer one.
-//!
-//! Stores written before blocks hold one `e` key per event; [`migrate`]
-//! turns them into blocks when the store opens.
+//! When a store opens, after the write-ahead log's replay: [`migrate`]
+//! turns `e` keys into blocks, and [`move_to_files`] moves the blocks into
+//! the event files.
 
 use super::store::{SESSION_ID_LEN, StoreError, prefixed};
 
@@ -93,15 +82,6 @@ pub(super) fn entries<'a>(
     })
 }
 
-/// The seq of a block's last event.
-pub(super) fn last_seq(block: &[u8], what: impl Fn() -> String) -> Result<u64, StoreError> {
-    let mut last = None;
-    for entry in entries(block, &what) {
-        last = Some(entry?.0);
-    }
-    last.ok_or_else(|| corrupt(what(), "an event block holds no event"))
-}
-
 /// The session's last block that starts at or before `seq`: the one that
 /// holds `seq`, if any does.
 fn at_or_before(
@@ -113,14 +93,6 @@ fn at_or_before(
         .range(key(id, 0)..=key(id, seq))
         .next_back()
         .transpose()?)
-}
-
-/// The key of the block that holds `seq` if the session has one, else
-/// of the first block after it.
-pub(super) fn start_of(tree: &sled::Tree, id: &str, seq: u64) -> Result<Vec<u8>, StoreError> {
-    Ok(at_or_before(tree, id, seq)?
-        .map(|(k, _)| k.to_vec())
-        .unwrap_or_else(|| key(id, seq)))
 }
 
 /// Whether some block of the session holds `seq`.
@@ -185,13 +157,54 @@ pub(super) fn migrate(tree: &sled::Tree) -> Result<usize, StoreError> {
     Ok(moved)
 }
 
+/// Moves every session's blocks into its event file (`event_files.rs`),
+/// then removes them, one sled batch per session. Returns how many events
+/// moved. Runs after the write-ahead log's replay, which appends to the
+/// files: the file and the blocks may then share seqs, each kept once.
+pub(super) fn move_to_files(
+    tree: &sled::Tree,
+    files: &super::event_files::EventFiles,
+) -> Result<usize, StoreError> {
+    let mut moved = 0;
+    while let Some(first) = tree.scan_prefix([BLOCK]).keys().next().transpose()? {
+        let id_bytes = first
+            .get(1..1 + SESSION_ID_LEN)
+            .ok_or_else(|| corrupt(describe(&first), "an event block key is too short"))?;
+        let id = std::str::from_utf8(id_bytes)
+            .map_err(|_| corrupt(describe(&first), "an event block key names no session"))?
+            .to_owned();
+        let mut batch = sled::Batch::default();
+        let mut blocks = Vec::new();
+        for item in tree.scan_prefix(prefix(&id)) {
+            let (block_key, block) = item?;
+            batch.remove(block_key.clone());
+            blocks.push((block_key, block));
+        }
+        // Blocks can overlap after a crash; a seq always stands for the
+        // same event, so one passed is skipped.
+        let mut events: Vec<(u64, &[u8])> = Vec::new();
+        for (block_key, block) in &blocks {
+            for entry in entries(block, || describe(block_key)) {
+                let (seq, bytes) = entry?;
+                if events.last().is_none_or(|(last, _)| seq > *last) {
+                    events.push((seq, bytes));
+                }
+            }
+        }
+        files.absorb(&id, &events)?;
+        moved += events.len();
+        tree.apply_batch(batch)?;
+    }
+    Ok(moved)
+}
+
 /// The seq (or index) at the end of a key.
 pub(super) fn seq_of(key: &[u8]) -> u64 {
     be_u64(key)
 }
 
 /// The last (up to) eight bytes as a big-endian number.
-fn be_u64(bytes: &[u8]) -> u64 {
+pub(super) fn be_u64(bytes: &[u8]) -> u64 {
     let mut out = [0u8; 8];
     let bytes = &bytes[bytes.len().saturating_sub(8)..];
     out[8 - bytes.len()..].copy_from_slice(bytes);
@@ -258,7 +271,6 @@ mod tests {
             .map(|e| e.map(|(s, b)| (s, b.len())).unwrap())
             .collect();
         assert_eq!(got, [(7, 2), (8, 70_000), (9, 0)]);
-        assert_eq!(last_seq(&block, String::new).unwrap(), 9);
     }
 
     #[test]

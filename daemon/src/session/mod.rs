@@ -6,6 +6,7 @@ mod applier;
 mod blobs;
 mod driver;
 mod event_blocks;
+mod event_files;
 mod event_json;
 mod handle;
 mod maintenance;
