@@ -28,6 +28,7 @@ struct Args {
 
 /// Runs the daemon with the process's arguments.
 pub fn main() -> ExitCode {
+    crate::heap::share_arenas();
     let args = Args::parse();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(&args.log))
