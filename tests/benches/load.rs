@@ -55,6 +55,10 @@ fn main() {
         ("latency p99", ms(report.pct(99.0))),
         ("latency max", ms(report.pct(100.0))),
         ("VmRSS idle (started, no session)", mib(report.rss_idle)),
+        (
+            "VmRSS warm (idle after one session's 4 calls, deleted)",
+            mib(report.rss_warm),
+        ),
         ("VmRSS peak (sampled every 20 ms)", mib(report.rss_peak)),
         ("VmRSS 2 s after, sessions loaded", mib(report.rss_after)),
         (

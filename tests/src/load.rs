@@ -27,10 +27,13 @@ pub struct LoadReport {
     /// Per call, `tool.call` sent to its final snapshot received; sorted.
     pub latencies: Vec<Duration>,
     pub errors: Vec<String>,
-    /// VmRSS in bytes: started and idle; the highest sample during the run;
-    /// 2 s after the clients left (their sessions still loaded); after the
+    /// VmRSS in bytes: started and idle; warm (idle again after one client
+    /// made one call of each kind in a session it then deleted, so the code
+    /// those calls run is paged in); the highest sample during the run; 2 s
+    /// after the clients left (their sessions still loaded); after the
     /// sessions were deleted.
     pub rss_idle: u64,
+    pub rss_warm: u64,
     pub rss_peak: u64,
     pub rss_after: u64,
     pub rss_after_delete: u64,
@@ -57,7 +60,7 @@ impl LoadReport {
     pub fn summary(&self) -> String {
         format!(
             "{} clients, {} calls, {} events in {:.2} s: {:.0} calls/s, p50 {:.2} ms, p99 {:.2} ms, max {:.2} ms; \
-             VmRSS idle {}, peak {}, after {} ({} after deleting the sessions); {} errors",
+             VmRSS idle {}, warm {}, peak {}, after {} ({} after deleting the sessions); {} errors",
             self.clients,
             self.calls,
             self.events,
@@ -67,6 +70,7 @@ impl LoadReport {
             ms(self.pct(99.0)),
             ms(self.latencies.last().copied().unwrap_or_default()),
             mib(self.rss_idle),
+            mib(self.rss_warm),
             mib(self.rss_peak),
             mib(self.rss_after),
             mib(self.rss_after_delete),
@@ -128,7 +132,22 @@ pub async fn run(d: &TestDaemon, clients: usize, calls: usize) -> LoadReport {
     let pid = d.pid();
     tokio::time::sleep(Duration::from_millis(300)).await;
     let rss_idle = vm_field(pid, "VmRSS:").unwrap_or(0);
-    let peak = Arc::new(AtomicU64::new(rss_idle));
+    let d = Arc::new(Shared {
+        socket: d.socket.clone(),
+        workspace: d.workspace.clone(),
+    });
+    let mut warm_up = one_client(&d, clients, 4).await;
+    if let Some(session) = &warm_up.session {
+        delete_sessions(
+            &d.socket,
+            std::slice::from_ref(session),
+            &mut warm_up.errors,
+        )
+        .await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let rss_warm = vm_field(pid, "VmRSS:").unwrap_or(0);
+    let peak = Arc::new(AtomicU64::new(rss_warm));
     let sampling = Arc::new(AtomicBool::new(true));
     let sampler = {
         let (peak, sampling) = (peak.clone(), sampling.clone());
@@ -142,10 +161,6 @@ pub async fn run(d: &TestDaemon, clients: usize, calls: usize) -> LoadReport {
         })
     };
 
-    let d = Arc::new(Shared {
-        socket: d.socket.clone(),
-        workspace: d.workspace.clone(),
-    });
     let started = Instant::now();
     let tasks: Vec<_> = (0..clients)
         .map(|n| {
@@ -159,8 +174,9 @@ pub async fn run(d: &TestDaemon, clients: usize, calls: usize) -> LoadReport {
         events: 0,
         elapsed: Duration::ZERO,
         latencies: Vec::with_capacity(clients * calls),
-        errors: Vec::new(),
+        errors: warm_up.errors,
         rss_idle,
+        rss_warm,
         rss_peak: 0,
         rss_after: 0,
         rss_after_delete: 0,
@@ -183,16 +199,7 @@ pub async fn run(d: &TestDaemon, clients: usize, calls: usize) -> LoadReport {
     report.latencies.sort_unstable();
     tokio::time::sleep(Duration::from_secs(2)).await;
     report.rss_after = vm_field(pid, "VmRSS:").unwrap_or(0);
-    match Client::connect(&d.socket).await {
-        Ok(c) => {
-            for s in sessions {
-                if let Err(e) = c.delete_session(s.clone()).await {
-                    report.errors.push(format!("session.delete {s}: {e}"));
-                }
-            }
-        }
-        Err(e) => report.errors.push(format!("connect: {e}")),
-    }
+    delete_sessions(&d.socket, &sessions, &mut report.errors).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     report.rss_after_delete = vm_field(pid, "VmRSS:").unwrap_or(0);
     // Checkpoints run every 500 ms; once the apply thread has caught up,
@@ -220,6 +227,19 @@ pub async fn run(d: &TestDaemon, clients: usize, calls: usize) -> LoadReport {
     let _ = sampler.join();
     report.rss_peak = peak.load(Ordering::Relaxed);
     report
+}
+
+async fn delete_sessions(socket: &Path, sessions: &[String], errors: &mut Vec<String>) {
+    match Client::connect(socket).await {
+        Ok(c) => {
+            for s in sessions {
+                if let Err(e) = c.delete_session(s.clone()).await {
+                    errors.push(format!("session.delete {s}: {e}"));
+                }
+            }
+        }
+        Err(e) => errors.push(format!("connect: {e}")),
+    }
 }
 
 /// What the client tasks need of the daemon.

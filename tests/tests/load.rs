@@ -16,14 +16,16 @@ async fn eight_clients_fifty_calls_each_lose_nothing() {
     assert_eq!(report.calls, 8 * 50);
     // sessionCreated + (executing, final) per call at least.
     assert!(report.events >= 8 * (1 + 2 * 50), "{}", report.events);
-    // Deleting the sessions gives most of what the run took back; allow
-    // the allocator's retained arenas some slack.
-    let grown = report.rss_after_delete.saturating_sub(report.rss_idle);
+    // Deleting the sessions gives back what the run took, but for what
+    // the allocator keeps around the few objects that outlive it (about
+    // 5 MiB in a debug build; 11 MiB before events left sled).
+    let grown = report.rss_after_delete.saturating_sub(report.rss_warm);
     assert!(
-        grown < 32 * 1024 * 1024,
-        "VmRSS idle {} -> {} after the sessions were deleted (peak {})",
-        mib(report.rss_idle),
+        grown < 16 * 1024 * 1024,
+        "VmRSS warm {} -> {} after the sessions were deleted (idle {}, peak {})",
+        mib(report.rss_warm),
         mib(report.rss_after_delete),
+        mib(report.rss_idle),
         mib(report.rss_peak)
     );
     let status = d.client().await.status().await.expect("status");
