@@ -6,8 +6,9 @@
 //! paid for it in memory: every leaf split leaves a page in sled's page
 //! table for as long as the database is open, and the nodes it rewrites
 //! on each insert fragment the heap of the thread that applies them. With
-//! events out of sled, a 64-client load left 12 to 13 MiB less resident
-//! after its sessions were deleted (BENCHMARKS.md, session 13).
+//! events out of sled, a 64-client load left 14 to 18 MiB less resident
+//! after its sessions were deleted, and its peak was half (BENCHMARKS.md,
+//! session 13).
 //!
 //! `events/<session id>` holds entries `seq (u64 BE) | length (u64 BE) |
 //! bytes` (the codec of `event_blocks.rs`), seqs strictly increasing. The
