@@ -195,6 +195,12 @@ impl EventFiles {
         self.writes.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// Sessions appended to since the last sync.
+    #[cfg(test)]
+    pub fn unsynced(&self) -> usize {
+        lock(&self.unsynced).0.len()
+    }
+
     /// The seq of the session's newest stored event, 0 when it has none.
     pub fn last_seq(&self, id: &str) -> Result<u64, StoreError> {
         self.with_index(id, |index| Ok(index.last_seq))
@@ -498,7 +504,10 @@ mod tests {
         let files = EventFiles::open(dir.path()).unwrap();
         append(&files, 1..=3, 10);
         let whole = std::fs::read(files.path(ID)).unwrap();
-        let next = event_blocks::encode([(4, event(4, 10).as_slice())]);
+        // The torn entry is longer than what replaces it.
+        let next = event_blocks::encode([(4, event(4, 200).as_slice())]);
+        let (four, five) = (event(4, 10), event(5, 10));
+        let replacement = event_blocks::encode([(4, four.as_slice()), (5, five.as_slice())]);
         for cut in [1, 15, 16, 17, next.len() - 1] {
             let mut torn = whole.clone();
             torn.extend_from_slice(&next[..cut]);
@@ -509,6 +518,8 @@ mod tests {
             append(&after, 4..=5, 10);
             let seqs: Vec<u64> = read(&after, 0, 10).iter().map(|(s, _)| *s).collect();
             assert_eq!(seqs, [1, 2, 3, 4, 5]);
+            let size = std::fs::metadata(files.path(ID)).unwrap().len() as usize;
+            assert_eq!(size, whole.len() + replacement.len(), "cut at {cut}");
             let again = EventFiles::open(dir.path()).unwrap();
             assert_eq!(read(&again, 0, 10), read(&after, 0, 10));
             std::fs::write(files.path(ID), &whole).unwrap();

@@ -1337,6 +1337,26 @@ mod tests {
         assert!(!dir.path().join("blobs").join(&id).exists());
     }
 
+    /// A checkpoint cuts the log only once what it covered is durable,
+    /// the event files included.
+    #[test]
+    fn a_checkpoint_syncs_the_event_files_before_it_cuts_the_log() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let id = new_session_id();
+        let append = Append {
+            events: vec![Published::new(1, raw("{}"))],
+            ..Append::default()
+        };
+        store.commit(&id, &append).unwrap();
+        assert_eq!(store.files.unsynced(), 1);
+        assert_eq!(
+            store.checkpoint().unwrap(),
+            super::super::wal::Checkpoint::Done
+        );
+        assert_eq!(store.files.unsynced(), 0);
+    }
+
     #[test]
     fn malformed_ids_are_refused() {
         let dir = tempfile::tempdir().unwrap();
