@@ -15,33 +15,21 @@
 //! (the log replays steps one by one, over a block that held several), and
 //! a seq always stands for the same event.
 //!
-//! When a store opens, after the write-ahead log's replay: [`migrate`]
-//! turns `e` keys into blocks, and [`move_to_files`] moves the blocks into
-//! the event files.
+//! When a store opens, after the write-ahead log's replay,
+//! [`move_to_files`] moves both kinds of keys into the event files.
 
+use std::collections::BTreeMap;
+
+use super::event_files::EventFiles;
 use super::store::{SESSION_ID_LEN, StoreError, prefixed};
 
-/// Tag of an event block's key.
+/// Tag of an event block's key: `E` + session id + first seq.
 const BLOCK: u8 = b'E';
-/// Tag of a pre-block event key: `e` + session id + seq.
+/// Tag of a key of one event: `e` + session id + seq.
 const OLD_EVENT: u8 = b'e';
-/// Events per block made from old keys.
-const MIGRATED_BLOCK: usize = 64;
 const HEADER: usize = 8 + 8;
 
-/// The key of the block whose first event is `first`.
-pub(super) fn key(id: &str, first: u64) -> Vec<u8> {
-    let mut key = prefix(id);
-    key.extend_from_slice(&first.to_be_bytes());
-    key
-}
-
-/// The prefix of every block of the session.
-pub(super) fn prefix(id: &str) -> Vec<u8> {
-    prefixed(BLOCK, id)
-}
-
-/// Encodes `entries` (in seq order) as one block.
+/// Encodes `entries` (in seq order) as a run of entries.
 pub(super) fn encode<'a>(entries: impl IntoIterator<Item = (u64, &'a [u8])>) -> Vec<u8> {
     let mut out = Vec::new();
     for (seq, bytes) in entries {
@@ -82,120 +70,66 @@ pub(super) fn entries<'a>(
     })
 }
 
-/// The session's last block that starts at or before `seq`: the one that
-/// holds `seq`, if any does.
-fn at_or_before(
-    tree: &sled::Tree,
-    id: &str,
-    seq: u64,
-) -> Result<Option<(sled::IVec, sled::IVec)>, StoreError> {
-    Ok(tree
-        .range(key(id, 0)..=key(id, seq))
-        .next_back()
-        .transpose()?)
+/// The sled key of a block whose first event is `first`, as stores of
+/// the block layout wrote it.
+#[cfg(test)]
+pub(super) fn block_key(id: &str, first: u64) -> Vec<u8> {
+    let mut key = prefixed(BLOCK, id);
+    key.extend_from_slice(&first.to_be_bytes());
+    key
 }
 
-/// Whether some block of the session holds `seq`.
-fn holds(tree: &sled::Tree, id: &str, seq: u64) -> Result<bool, StoreError> {
-    let Some((block_key, block)) = at_or_before(tree, id, seq)? else {
-        return Ok(false);
-    };
-    for entry in entries(&block, || describe(&block_key)) {
-        if entry?.0 == seq {
-            return Ok(true);
-        }
-    }
-    Ok(false)
-}
-
-/// Turns the pre-block `e` keys of every session into blocks of up to
-/// [`MIGRATED_BLOCK`] events, one sled batch per session (so a crash
-/// leaves each session either migrated or not, and the next open goes
-/// on). Returns how many events moved.
+/// Moves the events a store kept in sled (either layout) into each
+/// session's event file (`event_files.rs`), then removes their keys, one
+/// sled batch per session. Returns how many events moved.
 ///
-/// Runs after the write-ahead log's replay, which writes blocks: an old
-/// daemon killed in the middle of applying a step left part of its events
-/// as `e` keys, and the replay wrote the whole step as a block. Such
-/// events are dropped here, and a block made here ends before any seq a
-/// block already holds, so blocks never overlap.
-pub(super) fn migrate(tree: &sled::Tree) -> Result<usize, StoreError> {
+/// Runs after the write-ahead log's replay, which appends to the files:
+/// a daemon killed after a step reached sled and before the log was cut
+/// leaves the step in both. Keys of both layouts can also hold the same
+/// seq (an old daemon killed mid-step, then replayed into blocks), and
+/// blocks can overlap (a merged block, then the replay's one-step block).
+/// A seq always stands for the same event, so each is kept once. A crash
+/// in the middle leaves the keys in place, and the next open moves them
+/// again into the same file.
+pub(super) fn move_to_files(tree: &sled::Tree, files: &EventFiles) -> Result<usize, StoreError> {
     let mut moved = 0;
-    while let Some(first) = tree.scan_prefix([OLD_EVENT]).keys().next().transpose()? {
-        let id_bytes = first
-            .get(1..1 + SESSION_ID_LEN)
-            .ok_or_else(|| corrupt(describe(&first), "an event key is too short"))?;
-        let id = std::str::from_utf8(id_bytes)
-            .map_err(|_| corrupt(describe(&first), "an event key names no session"))?
-            .to_owned();
-        let old_prefix = prefixed(OLD_EVENT, &id);
+    while let Some(id) = next_session(tree)? {
         let mut batch = sled::Batch::default();
-        let mut block: Vec<(u64, sled::IVec)> = Vec::new();
-        let end_block = |block: &mut Vec<(u64, sled::IVec)>, batch: &mut sled::Batch| {
-            if let Some((first, _)) = block.first() {
-                let value = encode(block.iter().map(|(seq, v)| (*seq, v.as_ref())));
-                batch.insert(key(&id, *first), value);
-                block.clear();
-            }
-        };
-        for item in tree.scan_prefix(&old_prefix) {
-            let (old_key, value) = item?;
-            batch.remove(old_key.clone());
-            let seq = seq_of(&old_key);
-            if holds(tree, &id, seq)? {
-                end_block(&mut block, &mut batch);
-                continue;
-            }
-            moved += 1;
-            block.push((seq, value));
-            if block.len() == MIGRATED_BLOCK {
-                end_block(&mut block, &mut batch);
-            }
+        let mut events: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+        for item in tree.scan_prefix(prefixed(OLD_EVENT, &id)) {
+            let (key, event) = item?;
+            events.entry(seq_of(&key)).or_insert_with(|| event.to_vec());
+            batch.remove(key);
         }
-        end_block(&mut block, &mut batch);
-        tree.apply_batch(batch)?;
-    }
-    Ok(moved)
-}
-
-/// Moves every session's blocks into its event file (`event_files.rs`),
-/// then removes them, one sled batch per session. Returns how many events
-/// moved. Runs after the write-ahead log's replay, which appends to the
-/// files: the file and the blocks may then share seqs, each kept once.
-pub(super) fn move_to_files(
-    tree: &sled::Tree,
-    files: &super::event_files::EventFiles,
-) -> Result<usize, StoreError> {
-    let mut moved = 0;
-    while let Some(first) = tree.scan_prefix([BLOCK]).keys().next().transpose()? {
-        let id_bytes = first
-            .get(1..1 + SESSION_ID_LEN)
-            .ok_or_else(|| corrupt(describe(&first), "an event block key is too short"))?;
-        let id = std::str::from_utf8(id_bytes)
-            .map_err(|_| corrupt(describe(&first), "an event block key names no session"))?
-            .to_owned();
-        let mut batch = sled::Batch::default();
-        let mut blocks = Vec::new();
-        for item in tree.scan_prefix(prefix(&id)) {
-            let (block_key, block) = item?;
-            batch.remove(block_key.clone());
-            blocks.push((block_key, block));
-        }
-        // Blocks can overlap after a crash; a seq always stands for the
-        // same event, so one passed is skipped.
-        let mut events: Vec<(u64, &[u8])> = Vec::new();
-        for (block_key, block) in &blocks {
-            for entry in entries(block, || describe(block_key)) {
-                let (seq, bytes) = entry?;
-                if events.last().is_none_or(|(last, _)| seq > *last) {
-                    events.push((seq, bytes));
-                }
+        for item in tree.scan_prefix(prefixed(BLOCK, &id)) {
+            let (key, block) = item?;
+            for entry in entries(&block, || describe(&key)) {
+                let (seq, event) = entry?;
+                events.entry(seq).or_insert_with(|| event.to_vec());
             }
+            batch.remove(key);
         }
+        let events: Vec<(u64, &[u8])> = events.iter().map(|(s, e)| (*s, e.as_slice())).collect();
         files.absorb(&id, &events)?;
         moved += events.len();
         tree.apply_batch(batch)?;
     }
     Ok(moved)
+}
+
+/// The session of the first event key left in sled, of either layout.
+fn next_session(tree: &sled::Tree) -> Result<Option<String>, StoreError> {
+    for tag in [OLD_EVENT, BLOCK] {
+        if let Some(key) = tree.scan_prefix([tag]).keys().next().transpose()? {
+            let id = key
+                .get(1..1 + SESSION_ID_LEN)
+                .and_then(|id| std::str::from_utf8(id).ok())
+                .filter(|id| id.bytes().all(|b| b.is_ascii_hexdigit()))
+                .ok_or_else(|| corrupt(describe(&key), "an event key names no session"))?;
+            return Ok(Some(id.to_owned()));
+        }
+    }
+    Ok(None)
 }
 
 /// The seq (or index) at the end of a key.
@@ -212,7 +146,7 @@ pub(super) fn be_u64(bytes: &[u8]) -> u64 {
 }
 
 /// A key as session id and seq, for errors.
-pub(super) fn describe(key: &[u8]) -> String {
+fn describe(key: &[u8]) -> String {
     let id = key.get(1..1 + SESSION_ID_LEN).unwrap_or_default();
     format!("{}/{}", String::from_utf8_lossy(id), seq_of(key))
 }
@@ -230,37 +164,19 @@ mod tests {
 
     const ID: &str = "0123456789abcdef0123456789abcdef";
 
-    fn old_key(seq: u64) -> Vec<u8> {
-        let mut k = prefixed(OLD_EVENT, ID);
+    fn key(tag: u8, id: &str, seq: u64) -> Vec<u8> {
+        let mut k = prefixed(tag, id);
         k.extend_from_slice(&seq.to_be_bytes());
         k
     }
 
-    fn temp_tree() -> (tempfile::TempDir, sled::Tree) {
-        let dir = tempfile::tempdir().unwrap();
-        let tree = sled::Config::new()
-            .path(dir.path())
-            .open()
-            .unwrap()
-            .open_tree("t")
-            .unwrap();
-        (dir, tree)
+    fn event(seq: u64) -> Vec<u8> {
+        format!("{{\"n\":{seq}}}").into_bytes()
     }
 
-    /// Every stored entry: its block's first seq, its seq, its bytes.
-    fn all(tree: &sled::Tree) -> Vec<(u64, u64, Vec<u8>)> {
-        tree.scan_prefix(prefix(ID))
-            .flat_map(|item| {
-                let (k, v) = item.unwrap();
-                let first = seq_of(&k);
-                entries(&v, String::new)
-                    .map(|e| {
-                        let (seq, bytes) = e.unwrap();
-                        (first, seq, bytes.to_vec())
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .collect()
+    fn block(seqs: std::ops::RangeInclusive<u64>) -> Vec<u8> {
+        let events: Vec<(u64, Vec<u8>)> = seqs.map(|s| (s, event(s))).collect();
+        encode(events.iter().map(|(s, e)| (*s, e.as_slice())))
     }
 
     #[test]
@@ -286,48 +202,55 @@ mod tests {
         }
     }
 
+    /// Every way a crash leaves one seq in two places, at once: one key
+    /// per event (1..=12), a block over part of them (10..=14), a block
+    /// overlapping it (13..=20), and the replay's append to the file
+    /// (19..=22). Each seq comes out once, with its bytes.
     #[test]
-    fn old_event_keys_become_blocks() {
-        let (_dir, tree) = temp_tree();
-        for seq in 1..=150u64 {
-            tree.insert(old_key(seq), format!("{{\"n\":{seq}}}").as_bytes())
-                .unwrap();
+    fn events_of_both_layouts_move_to_the_file_each_seq_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = sled::Config::new()
+            .path(dir.path().join("db"))
+            .open()
+            .unwrap()
+            .open_tree("t")
+            .unwrap();
+        let files = EventFiles::open(dir.path()).unwrap();
+        for seq in 1..=12u64 {
+            tree.insert(key(OLD_EVENT, ID, seq), event(seq)).unwrap();
         }
-        assert_eq!(migrate(&tree).unwrap(), 150);
-        assert_eq!(tree.scan_prefix([OLD_EVENT]).count(), 0);
-        let got = all(&tree);
-        assert_eq!(got.len(), 150);
-        for (i, (_, seq, bytes)) in got.iter().enumerate() {
-            let n = i as u64 + 1;
-            assert_eq!(*seq, n);
-            assert_eq!(bytes, format!("{{\"n\":{n}}}").as_bytes());
-        }
-        // Blocks of 64: keyed 1, 65 and 129.
-        let firsts: Vec<u64> = tree
-            .scan_prefix(prefix(ID))
-            .keys()
-            .map(|k| seq_of(&k.unwrap()))
-            .collect();
-        assert_eq!(firsts, [1, 65, 129]);
-        // Nothing left to do the second time.
-        assert_eq!(migrate(&tree).unwrap(), 0);
+        tree.insert(block_key(ID, 10), block(10..=14)).unwrap();
+        tree.insert(block_key(ID, 13), block(13..=20)).unwrap();
+        let replayed: Vec<(u64, Vec<u8>)> = (19..=22).map(|s| (s, event(s))).collect();
+        let refs: Vec<(u64, &[u8])> = replayed.iter().map(|(s, e)| (*s, e.as_slice())).collect();
+        files.append(ID, &refs).unwrap();
+
+        assert_eq!(move_to_files(&tree, &files).unwrap(), 20);
+        assert_eq!(tree.len(), 0, "no event key is left in sled");
+        let mut got = Vec::new();
+        files
+            .read(ID, 0, u64::MAX, |seq, bytes| {
+                got.push((seq, bytes.to_vec()));
+                Ok(())
+            })
+            .unwrap();
+        let want: Vec<(u64, Vec<u8>)> = (1..=22).map(|s| (s, event(s))).collect();
+        assert_eq!(got, want);
+        assert_eq!(move_to_files(&tree, &files).unwrap(), 0);
     }
 
-    /// An old daemon killed while applying step 10..=14 left 10..=12 as
-    /// keys; the replay wrote the step as a block. No seq may come twice.
     #[test]
-    fn events_a_replayed_block_holds_are_dropped_not_doubled() {
-        let (_dir, tree) = temp_tree();
-        for seq in 1..=12u64 {
-            tree.insert(old_key(seq), &b"{}"[..]).unwrap();
-        }
-        let step: Vec<(u64, &[u8])> = (10..=14).map(|s| (s, &b"{}"[..])).collect();
-        tree.insert(key(ID, 10), encode(step)).unwrap();
-        assert_eq!(migrate(&tree).unwrap(), 9);
-        let got = all(&tree);
-        let seqs: Vec<u64> = got.iter().map(|(_, s, _)| *s).collect();
-        assert_eq!(seqs, (1..=14).collect::<Vec<_>>());
-        let firsts: Vec<u64> = got.iter().map(|(f, _, _)| *f).collect();
-        assert_eq!(firsts, [[1; 9].as_slice(), &[10; 5]].concat());
+    fn an_event_key_that_names_no_session_is_reported() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = sled::Config::new()
+            .path(dir.path().join("db"))
+            .open()
+            .unwrap()
+            .open_tree("t")
+            .unwrap();
+        let files = EventFiles::open(dir.path()).unwrap();
+        tree.insert(b"e../../etc/passwd", &b"{}"[..]).unwrap();
+        let err = move_to_files(&tree, &files).unwrap_err();
+        assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
     }
 }

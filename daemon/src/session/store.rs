@@ -265,14 +265,6 @@ impl Store {
                 "replayed the write-ahead log after an unclean stop"
             );
         }
-        let migrated = event_blocks::migrate(&tree)?;
-        if migrated > 0 {
-            db.flush()?;
-            tracing::info!(
-                events = migrated,
-                "moved events stored one per key into blocks"
-            );
-        }
         let moved = event_blocks::move_to_files(&tree, &files)?;
         if moved > 0 {
             db.flush()?;
@@ -1244,10 +1236,13 @@ mod tests {
                 event_blocks::encode(events.iter().map(|(s, e)| (*s, e.as_bytes())))
             };
             // Blocks 1..=4 and 5..=9, and a replayed block 8..=9 over them.
-            tree.insert(event_blocks::key(&id, 1), block(1, 4)).unwrap();
-            tree.insert(event_blocks::key(&id, 5), block(5, 9)).unwrap();
-            tree.insert(event_blocks::key(&id, 8), block(8, 9)).unwrap();
-            tree.insert(event_blocks::key(&other, 1), block(1, 2))
+            tree.insert(event_blocks::block_key(&id, 1), block(1, 4))
+                .unwrap();
+            tree.insert(event_blocks::block_key(&id, 5), block(5, 9))
+                .unwrap();
+            tree.insert(event_blocks::block_key(&id, 8), block(8, 9))
+                .unwrap();
+            tree.insert(event_blocks::block_key(&other, 1), block(1, 2))
                 .unwrap();
             store.flush_blocking().unwrap();
         }
