@@ -65,6 +65,7 @@ fn main() {
             "VmRSS after deleting the sessions",
             mib(report.rss_after_delete),
         ),
+        ("of it above warm (share of the peak's rise)", kept(&report)),
         (
             "write-ahead log segments on disk after (1 = current only)",
             report.wal_segments.to_string(),
@@ -77,4 +78,12 @@ fn main() {
         println!("ERROR {e}");
     }
     assert!(report.errors.is_empty(), "{} errors", report.errors.len());
+}
+
+/// What deleting the sessions left above the warm daemon, and which share
+/// of the run's rise above warm that is.
+fn kept(report: &load::LoadReport) -> String {
+    let kept = report.rss_after_delete.saturating_sub(report.rss_warm);
+    let rise = report.rss_peak.saturating_sub(report.rss_warm).max(1);
+    format!("{} ({:.0}%)", mib(kept), 100.0 * kept as f64 / rise as f64)
 }
