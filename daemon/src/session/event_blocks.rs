@@ -164,10 +164,23 @@ mod tests {
 
     const ID: &str = "0123456789abcdef0123456789abcdef";
 
-    fn key(tag: u8, id: &str, seq: u64) -> Vec<u8> {
-        let mut k = prefixed(tag, id);
+    fn old_key(id: &str, seq: u64) -> Vec<u8> {
+        let mut k = prefixed(OLD_EVENT, id);
         k.extend_from_slice(&seq.to_be_bytes());
         k
+    }
+
+    /// A sled tree and event files in a fresh directory.
+    fn temp_store() -> (tempfile::TempDir, sled::Tree, EventFiles) {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = sled::Config::new()
+            .path(dir.path().join("db"))
+            .open()
+            .unwrap()
+            .open_tree("t")
+            .unwrap();
+        let files = EventFiles::open(dir.path()).unwrap();
+        (dir, tree, files)
     }
 
     fn event(seq: u64) -> Vec<u8> {
@@ -208,16 +221,9 @@ mod tests {
     /// (19..=22). Each seq comes out once, with its bytes.
     #[test]
     fn events_of_both_layouts_move_to_the_file_each_seq_once() {
-        let dir = tempfile::tempdir().unwrap();
-        let tree = sled::Config::new()
-            .path(dir.path().join("db"))
-            .open()
-            .unwrap()
-            .open_tree("t")
-            .unwrap();
-        let files = EventFiles::open(dir.path()).unwrap();
+        let (_dir, tree, files) = temp_store();
         for seq in 1..=12u64 {
-            tree.insert(key(OLD_EVENT, ID, seq), event(seq)).unwrap();
+            tree.insert(old_key(ID, seq), event(seq)).unwrap();
         }
         tree.insert(block_key(ID, 10), block(10..=14)).unwrap();
         tree.insert(block_key(ID, 13), block(13..=20)).unwrap();
@@ -241,14 +247,7 @@ mod tests {
 
     #[test]
     fn an_event_key_that_names_no_session_is_reported() {
-        let dir = tempfile::tempdir().unwrap();
-        let tree = sled::Config::new()
-            .path(dir.path().join("db"))
-            .open()
-            .unwrap()
-            .open_tree("t")
-            .unwrap();
-        let files = EventFiles::open(dir.path()).unwrap();
+        let (_dir, tree, files) = temp_store();
         tree.insert(b"e../../etc/passwd", &b"{}"[..]).unwrap();
         let err = move_to_files(&tree, &files).unwrap_err();
         assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
