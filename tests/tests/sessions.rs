@@ -354,3 +354,56 @@ async fn the_running_daemon_checkpoints_and_cuts_its_log() {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
+
+/// A kill -9 right after `session.delete` answered (before the next
+/// checkpoint cut the log that still holds the session's steps): after
+/// the restart the session is gone, and the other one is intact.
+#[tokio::test]
+async fn a_session_deleted_just_before_kill_9_stays_deleted() {
+    let mut d = TestDaemon::start();
+    std::fs::write(d.workspace.join("a.txt"), "alpha\n").unwrap();
+    let path = d.workspace.join("a.txt").display().to_string();
+    let (deleted, kept) = {
+        let c = d.client().await;
+        let deleted = yolo_session(&c, &d.workspace).await;
+        let kept = yolo_session(&c, &d.workspace).await;
+        for session in [&deleted, &kept] {
+            let done = c
+                .call_tool(
+                    session.clone(),
+                    "read_file".into(),
+                    Some(json!({"absolute_path": path})),
+                    Some(true),
+                )
+                .await
+                .unwrap();
+            assert_eq!(done.outcome.unwrap().state, CallState::Success);
+        }
+        c.delete_session(deleted.clone()).await.unwrap();
+        (deleted, kept)
+    };
+    d.kill9();
+    d.spawn();
+
+    let c = d.client().await;
+    let ids: Vec<String> = c
+        .list_sessions()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| s.session_id)
+        .collect();
+    assert_eq!(
+        ids,
+        std::slice::from_ref(&kept),
+        "the deleted session came back"
+    );
+    assert!(c.subscribe_session(deleted, None).await.is_err());
+    let mut sub = c.subscribe_session(kept, None).await.unwrap();
+    let replayed = collect_until(
+        &mut sub,
+        |e| matches!(&e.payload, EventPayload::ToolCall(c) if c.state == CallState::Success),
+    )
+    .await;
+    assert!(!replayed.is_empty());
+}

@@ -40,8 +40,6 @@ enum Job {
     Apply(Box<Logged>),
     /// Answered once everything queued before it is in sled.
     Settle(mpsc::SyncSender<()>),
-    /// Work on sled that must come after everything queued before it.
-    Run(Box<dyn FnOnce(&Store) + Send>),
 }
 
 /// The jobs between the actors and the thread.
@@ -127,47 +125,6 @@ impl Applier {
         }
     }
 
-    /// Runs `f` on the thread once everything queued before it is in
-    /// sled, and returns its result. `Ok(None)`: the thread is gone, and
-    /// the caller must do the work itself. If the queue has not reached `f`
-    /// within [`SETTLE_WAIT`] (the store is failing), `f` is taken back and
-    /// never runs.
-    pub fn run<T: Send + 'static>(
-        &self,
-        f: impl FnOnce(&Store) -> T + Send + 'static,
-    ) -> Result<Option<T>, StoreError> {
-        let slot = Arc::new(Mutex::new(Some(f)));
-        let (done, wait) = mpsc::sync_channel(1);
-        let job = {
-            let slot = slot.clone();
-            Job::Run(Box::new(move |store: &Store| {
-                let f = slot.lock().unwrap_or_else(|e| e.into_inner()).take();
-                if let Some(f) = f {
-                    let _ = done.send(f(store));
-                }
-            }))
-        };
-        if self.shared.push(job).is_err() {
-            return Ok(None);
-        }
-        match wait.recv_timeout(SETTLE_WAIT) {
-            Ok(out) => Ok(Some(out)),
-            Err(mpsc::RecvTimeoutError::Disconnected) => Ok(None),
-            Err(mpsc::RecvTimeoutError::Timeout) => {
-                if slot
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .take()
-                    .is_some()
-                {
-                    return Err(behind());
-                }
-                // It started in the meantime: its result is on the way.
-                Ok(wait.recv().ok())
-            }
-        }
-    }
-
     /// Waits until every append queued so far is in sled.
     pub fn settle(&self) -> Result<(), StoreError> {
         let (done, wait) = mpsc::sync_channel(1);
@@ -209,11 +166,7 @@ fn run(store: &Store, shared: &Shared) {
         if queue.jobs.is_empty() {
             return; // closed and drained
         }
-        let settling = queue.closed
-            || queue
-                .jobs
-                .iter()
-                .any(|j| matches!(j, Job::Settle(_) | Job::Run(_)));
+        let settling = queue.closed || queue.jobs.iter().any(|j| matches!(j, Job::Settle(_)));
         if !settling {
             drop(queue);
             std::thread::sleep(GATHER);
@@ -236,10 +189,6 @@ fn apply_all(store: &Store, batch: VecDeque<Job>, shared: &Shared) {
             Job::Settle(done) => {
                 apply_steps(store, std::mem::take(&mut steps), shared);
                 let _ = done.send(());
-            }
-            Job::Run(f) => {
-                apply_steps(store, std::mem::take(&mut steps), shared);
-                f(store);
             }
         }
     }

@@ -109,6 +109,10 @@ pub struct Append {
     /// Prompts queued or started (`Some` of their [`PendingPrompt`] JSON)
     /// or finished (`None`), by turn id.
     pub prompts: Vec<(String, Option<Vec<u8>>)>,
+    /// The session is deleted: everything stored of it goes. Logged like
+    /// any step, so that the log's replay after a crash, which brings back
+    /// the session's earlier steps, deletes it again.
+    pub deleted: bool,
 }
 
 impl Append {
@@ -125,6 +129,7 @@ impl Append {
             }
             out.history.extend(append.history.iter().cloned());
             out.prompts.extend(append.prompts.iter().cloned());
+            out.deleted |= append.deleted;
         }
         out
     }
@@ -252,7 +257,7 @@ impl Store {
             dir,
             &|id, append, markers| {
                 settle_blobs(&blobs, id, markers)?;
-                apply(&tree, &files, id, append, markers)
+                apply(&tree, &files, &blobs, id, append, markers)
             },
             &|| {
                 files.sync()?;
@@ -328,7 +333,7 @@ impl Store {
         self.wal.recover(
             &|id, append, markers| {
                 settle_blobs(&self.blobs, id, markers)?;
-                apply(&fresh.tree, &self.files, id, append, markers)
+                apply(&fresh.tree, &self.files, &self.blobs, id, append, markers)
             },
             &|| {
                 self.files.sync()?;
@@ -435,6 +440,7 @@ impl Store {
             apply(
                 &tree,
                 &self.files,
+                &self.blobs,
                 &logged.id,
                 &logged.append,
                 &logged.markers,
@@ -474,7 +480,7 @@ impl Store {
                 .collect();
             settle_blobs(&self.blobs, &id, &markers)?;
             let merged = Append::merged(steps.iter().map(|s| &s.append));
-            apply(&tree, &self.files, &id, &merged, &markers)
+            apply(&tree, &self.files, &self.blobs, &id, &merged, &markers)
         })();
         match applied {
             Ok(()) => {
@@ -579,47 +585,26 @@ impl Store {
         Ok(count + newer.len())
     }
 
-    /// Removes a session, its events and its open calls.
+    /// Removes a session, its events and its open calls. The deletion is
+    /// logged, then applied by the apply thread after the session's last
+    /// logged steps (so none of them lands after it, and the tree nodes
+    /// sled rewrites stay in that thread's heap arena); this returns once
+    /// it is applied.
     pub fn delete_session(&self, id: &str) -> Result<(), StoreError> {
-        check_id(id)?;
-        // On the apply thread, after the session's last logged steps, so
-        // that none of them lands in sled after the removal. There, too,
-        // the tree nodes sled rewrites and the pages it frees stay in that
-        // thread's heap arena instead of being scattered through the async
-        // workers' (5 MiB less resident after deleting 64 busy sessions).
-        if let Some(applier) = &self.applier {
-            let owned = id.to_owned();
-            if let Some(removed) = applier.run(move |store| store.remove_session(&owned))? {
-                return removed;
-            }
-        }
-        self.settle()?;
-        self.remove_session(id)
-    }
-
-    /// Removes the session's keys, event file and blob file, right now.
-    fn remove_session(&self, id: &str) -> Result<(), StoreError> {
-        self.writes.fetch_add(1, Ordering::Relaxed);
-        let mut batch = sled::Batch::default();
-        batch.remove(record_key(id));
-        for prefix in [b'o', b'h', b'q'].map(|tag| prefixed(tag, id)) {
-            for key in self.tree()?.scan_prefix(prefix).keys() {
-                batch.remove(key?);
-            }
-        }
-        self.tree()?.apply_batch(batch)?;
-        self.files.remove(id)?;
-        self.blobs
-            .remove(id)
-            .map_err(|e| StoreError::Io(format!("blob file of session {id}: {e}")))?;
-        Ok(())
+        let mut deletion = Append {
+            deleted: true,
+            ..Append::default()
+        };
+        let logged = self.log(id, &mut deletion)?;
+        self.apply_later(logged)?;
+        self.settle()
     }
 
     /// Applies one append to sled and the event file only, every event
     /// inline (not durable until a flush; [`Store::commit`] is the durable
     /// path).
     pub fn append(&self, id: &str, append: &Append) -> Result<(), StoreError> {
-        apply(&self.tree()?, &self.files, id, append, &[])
+        apply(&self.tree()?, &self.files, &self.blobs, id, append, &[])
     }
 
     /// Events with `since < seq <= upto`, in order.
@@ -759,6 +744,27 @@ impl Store {
     }
 }
 
+/// Removes the session's keys, event file and blob file.
+fn remove(
+    tree: &sled::Tree,
+    files: &EventFiles,
+    blobs: &Blobs,
+    id: &str,
+) -> Result<(), StoreError> {
+    let mut batch = sled::Batch::default();
+    batch.remove(record_key(id));
+    for prefix in [b'o', b'h', b'q'].map(|tag| prefixed(tag, id)) {
+        for key in tree.scan_prefix(prefix).keys() {
+            batch.remove(key?);
+        }
+    }
+    tree.apply_batch(batch)?;
+    files.remove(id)?;
+    blobs
+        .remove(id)
+        .map_err(|e| StoreError::Io(format!("blob file of session {id}: {e}")))
+}
+
 /// Settles the session's blob file (see `blobs.rs`) when `markers` point
 /// into it, before they go into sled.
 fn settle_blobs(blobs: &Blobs, id: &str, markers: &[(u64, Vec<u8>)]) -> Result<(), StoreError> {
@@ -784,11 +790,16 @@ fn settle_blobs(blobs: &Blobs, id: &str, markers: &[(u64, Vec<u8>)]) -> Result<(
 fn apply(
     tree: &sled::Tree,
     files: &EventFiles,
+    blobs: &Blobs,
     id: &str,
     append: &Append,
     markers: &[(u64, Vec<u8>)],
 ) -> Result<(), StoreError> {
     check_id(id)?;
+    if append.deleted {
+        // Whatever else it holds would go with the session.
+        return remove(tree, files, blobs, id);
+    }
     let open_call_key = |call_id: &str| {
         let mut key = prefixed(b'o', id);
         key.extend_from_slice(call_id.as_bytes());
@@ -1171,7 +1182,7 @@ mod tests {
             .unwrap()
             .len();
         for step in &steps[2..] {
-            apply(&tree, &store.files, &id, &step.append, &[]).unwrap();
+            apply(&tree, &store.files, &store.blobs, &id, &step.append, &[]).unwrap();
         }
         let after = std::fs::metadata(dir.path().join("events").join(&id))
             .unwrap()
@@ -1330,6 +1341,44 @@ mod tests {
         assert_eq!(texts, vec!["{\"small\":1}", big.as_str(), "{\"small\":3}"]);
         store.delete_session(&id).unwrap();
         assert!(!dir.path().join("blobs").join(&id).exists());
+    }
+
+    /// A kill -9 after a delete and before the next checkpoint leaves the
+    /// session's steps in the log: the replay must not bring it back.
+    #[test]
+    fn a_deleted_session_stays_deleted_when_the_log_is_replayed() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = new_session_id();
+        let kept = new_session_id();
+        {
+            let store = Store::open(dir.path()).unwrap();
+            for session in [&id, &kept] {
+                let append = Append {
+                    events: vec![Published::new(1, raw("{}"))],
+                    open_calls: vec![("call-1".into(), Some(b"[]".to_vec()))],
+                    record: Some(record(session)),
+                    prompts: vec![("turn-1".into(), Some(b"{}".to_vec()))],
+                    ..Append::default()
+                };
+                store.commit(session, &append).unwrap();
+            }
+            store.delete_session(&id).unwrap();
+            store.flush_blocking().unwrap();
+            assert!(store.get_session(&id).unwrap().is_none());
+            // No checkpoint: the log keeps every line.
+        }
+        let store = Store::open(dir.path()).unwrap();
+        assert!(store.get_session(&id).unwrap().is_none(), "came back");
+        assert_eq!(store.last_seq(&id).unwrap(), 0);
+        assert!(store.open_calls(&id).unwrap().is_empty());
+        assert!(store.pending_prompts(&id).unwrap().is_empty());
+        assert!(!dir.path().join("events").join(&id).exists());
+        assert_eq!(
+            store.sessions_with_pending_prompts().unwrap(),
+            std::slice::from_ref(&kept)
+        );
+        assert!(store.get_session(&kept).unwrap().is_some());
+        assert_eq!(store.last_seq(&kept).unwrap(), 1);
     }
 
     /// A checkpoint cuts the log only once what it covered is durable,

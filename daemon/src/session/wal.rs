@@ -72,6 +72,9 @@ struct LineOut<'a> {
     h: &'a [(u64, String)],
     #[serde(skip_serializing_if = "<[_]>::is_empty")]
     q: &'a [(String, Option<Vec<u8>>)],
+    /// The session is deleted ([`Append::deleted`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    d: bool,
 }
 
 /// One line of the log, as read back.
@@ -90,6 +93,8 @@ struct Line {
     h: Vec<(u64, String)>,
     #[serde(default)]
     q: Vec<(String, Option<Vec<u8>>)>,
+    #[serde(default)]
+    d: bool,
 }
 
 struct Segment {
@@ -182,6 +187,7 @@ impl Wal {
             r: append.record.as_ref(),
             h: &append.history,
             q: &append.prompts,
+            d: append.deleted,
         };
         let mut bytes = serde_json::to_vec(&line)
             .map_err(|e| StoreError::Io(format!("write-ahead log: {e}")))?;
@@ -357,6 +363,7 @@ fn replay(path: &Path, apply: &Apply<'_>) -> Result<usize, StoreError> {
                 record: parsed.r,
                 history: parsed.h,
                 prompts: parsed.q,
+                deleted: parsed.d,
             },
             &parsed.b,
         )?;
