@@ -368,15 +368,8 @@ async fn a_session_deleted_just_before_kill_9_stays_deleted() {
         let deleted = yolo_session(&c, &d.workspace).await;
         let kept = yolo_session(&c, &d.workspace).await;
         for session in [&deleted, &kept] {
-            let done = c
-                .call_tool(
-                    session.clone(),
-                    "read_file".into(),
-                    Some(json!({"absolute_path": path})),
-                    Some(true),
-                )
-                .await
-                .unwrap();
+            let done =
+                call_and_wait(&c, session, "read_file", json!({"absolute_path": path})).await;
             assert_eq!(done.outcome.unwrap().state, CallState::Success);
         }
         c.delete_session(deleted.clone()).await.unwrap();
