@@ -292,21 +292,12 @@ impl EventFiles {
     /// file already holds, each seq once. The new file replaces the old
     /// one by a rename, durably, so a crash leaves one or the other.
     pub fn absorb(&self, id: &str, events: &[(u64, &[u8])]) -> Result<(), StoreError> {
-        let slot = self.slot(id);
-        let mut index = lock(&slot);
+        // Runs while the store opens, before anything else reads or appends.
         let mut held: Vec<(u64, Vec<u8>)> = Vec::new();
-        drop(index.take());
-        let path = self.path(id);
-        if path.exists() {
-            let walked = walk(&path, id).map_err(|e| self.io(id, e))??;
-            let file = File::open(&path).map_err(|e| self.io(id, e))?;
-            let mut reader = Entries::new(file, 0, walked.len).map_err(|e| self.io(id, e))?;
-            while let Some((seq, len)) = reader.header().map_err(|e| self.io(id, e))? {
-                let mut bytes = Vec::new();
-                reader.body(len, &mut bytes).map_err(|e| self.io(id, e))?;
-                held.push((seq, bytes));
-            }
-        }
+        self.read(id, 0, u64::MAX, |seq, bytes| {
+            held.push((seq, bytes.to_vec()));
+            Ok(())
+        })?;
         let mut all: Vec<(u64, &[u8])> = events.to_vec();
         all.extend(held.iter().map(|(seq, bytes)| (*seq, bytes.as_slice())));
         all.sort_by_key(|(seq, _)| *seq);
@@ -316,9 +307,11 @@ impl EventFiles {
             let file = File::create(&temp)?;
             file.write_all_at(&event_blocks::encode(all.iter().copied()), 0)?;
             file.sync_data()?;
-            std::fs::rename(&temp, &path)?;
+            std::fs::rename(&temp, self.path(id))?;
             File::open(&self.dir)?.sync_all()
         })();
+        // The file changed under its index: the next use walks it again.
+        lock(&self.indexes).remove(id);
         written.map_err(|e| self.io(id, e))
     }
 }

@@ -255,10 +255,7 @@ impl Store {
         let files = EventFiles::open(dir).map_err(io)?;
         let (wal, replayed) = super::wal::Wal::open(
             dir,
-            &|id, append, markers| {
-                settle_blobs(&blobs, id, markers)?;
-                apply(&tree, &files, &blobs, id, append, markers)
-            },
+            &|id, append, markers| apply(&tree, &files, &blobs, id, append, markers),
             &|| {
                 files.sync()?;
                 db.flush().map(drop).map_err(StoreError::from)
@@ -332,7 +329,6 @@ impl Store {
         let fresh = open_sled(&self.dir)?;
         self.wal.recover(
             &|id, append, markers| {
-                settle_blobs(&self.blobs, id, markers)?;
                 apply(&fresh.tree, &self.files, &self.blobs, id, append, markers)
             },
             &|| {
@@ -436,7 +432,6 @@ impl Store {
                 self.recover()?;
             }
             let tree = self.tree()?;
-            settle_blobs(&self.blobs, &logged.id, &logged.markers)?;
             apply(
                 &tree,
                 &self.files,
@@ -478,7 +473,6 @@ impl Store {
                 .iter()
                 .flat_map(|s| s.markers.iter().cloned())
                 .collect();
-            settle_blobs(&self.blobs, &id, &markers)?;
             let merged = Append::merged(steps.iter().map(|s| &s.append));
             apply(&tree, &self.files, &self.blobs, &id, &merged, &markers)
         })();
@@ -786,7 +780,7 @@ fn settle_blobs(blobs: &Blobs, id: &str, markers: &[(u64, Vec<u8>)]) -> Result<(
 /// prompts are marked open before their events are written, and unmarked
 /// only after them. The events go to the session's event file with one
 /// write (`event_files.rs`); those stored out of line (in `markers`) as
-/// their marker.
+/// their marker, once the blob file they point into is settled.
 fn apply(
     tree: &sled::Tree,
     files: &EventFiles,
@@ -800,6 +794,7 @@ fn apply(
         // Whatever else it holds would go with the session.
         return remove(tree, files, blobs, id);
     }
+    settle_blobs(blobs, id, markers)?;
     let open_call_key = |call_id: &str| {
         let mut key = prefixed(b'o', id);
         key.extend_from_slice(call_id.as_bytes());
