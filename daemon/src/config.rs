@@ -26,7 +26,7 @@ pub struct DaemonConfig {
     /// `/etc/gemini-cli/settings.json`).
     pub system_settings: PathBuf,
     /// Limits of one turn (`GEMINID_MAX_STEPS`, `GEMINID_LOOP_THRESHOLD`).
-    pub turn_limits: crate::session::turn::TurnLimits,
+    pub turn_limits: crate::agent::TurnLimits,
     /// Wall-clock limit of one shell command (`GEMINID_SHELL_TIMEOUT`, in
     /// seconds; default 600).
     pub shell_timeout: std::time::Duration,
@@ -101,15 +101,15 @@ pub fn default_data_dir() -> PathBuf {
     home().join(".local/share/geminid")
 }
 
-fn turn_limits_from_env() -> crate::session::turn::TurnLimits {
-    let defaults = crate::session::turn::TurnLimits::default();
+fn turn_limits_from_env() -> crate::agent::TurnLimits {
+    let defaults = crate::agent::TurnLimits::default();
     let number = |name: &str| {
         std::env::var(name)
             .ok()
             .and_then(|v| v.trim().parse::<u32>().ok())
             .filter(|n| *n > 0)
     };
-    crate::session::turn::TurnLimits {
+    crate::agent::TurnLimits {
         max_steps: number("GEMINID_MAX_STEPS").unwrap_or(defaults.max_steps),
         loop_threshold: number("GEMINID_LOOP_THRESHOLD").unwrap_or(defaults.loop_threshold),
     }

@@ -9,7 +9,8 @@ use tokio_util::sync::CancellationToken;
 use crate::config::DaemonConfig;
 use crate::discovery::Discovery;
 use crate::policy::{LivePolicy, PolicyWatcher};
-use crate::session::{ActorDeps, SessionManager, Store, StoreError};
+use crate::session::{ActorDeps, SessionManager};
+use crate::store::{Store, StoreError};
 use crate::tools::{self, ToolRegistry};
 
 pub struct Daemon {

@@ -4,6 +4,7 @@
 //! The binary (`main.rs`) only calls [`cli::main`]. See
 //! ARCHITECTURE.md for the map.
 
+pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod daemon;
@@ -17,6 +18,7 @@ pub mod scheduler;
 pub mod server;
 pub mod session;
 pub mod sse;
+pub mod store;
 pub mod tools;
 pub mod wire;
 

@@ -8,7 +8,7 @@ use proto::tool as wt;
 
 use crate::policy::{ApprovalMode, MatchedRule, PolicyRule, PolicyVerdict, Tier};
 use crate::scheduler::{CallErrorKind, CallState, ToolCall};
-use crate::session::SessionRecord;
+use crate::store::SessionRecord;
 use crate::tools::{
     ConfirmationDetails, ContentPart, FileDiff, Tool, ToolDisplay, ToolErrorKind, ToolLocation,
     ToolResult, ToolSource,

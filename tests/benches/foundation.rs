@@ -699,12 +699,12 @@ fn ticks_per_sec() -> f64 {
 /// them durable), measured on the daemon's own store type in this process.
 /// A `wait: true` read_file call makes two such commits before it answers.
 async fn store_commit(n: usize) -> (Stats, Stats, Stats) {
-    use geminid::session::store::Append;
+    use geminid::store::Append;
     let dir = tempfile::tempdir().expect("tempdir");
-    let store = geminid::session::Store::open(dir.path()).expect("open store");
+    let store = geminid::store::Store::open(dir.path()).expect("open store");
     let id = "0123456789abcdef0123456789abcdef";
     store
-        .put_session(&geminid::session::SessionRecord {
+        .put_session(&geminid::store::SessionRecord {
             id: id.to_owned(),
             cwd: dir.path().display().to_string(),
             title: None,
@@ -724,7 +724,7 @@ async fn store_commit(n: usize) -> (Stats, Stats, Stats) {
         }))
         .expect("event json");
         Append {
-            events: vec![geminid::session::Published::new(*seq, json)],
+            events: vec![geminid::store::Published::new(*seq, json)],
             open_calls: vec![(format!("call-{seq}"), None)],
             ..Append::default()
         }

@@ -16,7 +16,8 @@ use serde_json::value::RawValue;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
-use crate::session::{Store, Subscription};
+use crate::session::Subscription;
+use crate::store::Store;
 
 /// How long a send may wait for a client to read before it is dropped.
 pub const SLOW_CLIENT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -7,8 +7,8 @@ use geminid_protocol::turn::{HistoryPage, MemoryInfo, PromptAccepted};
 use jsonrpsee::core::RpcResult;
 
 use super::rpc_error;
+use crate::agent::MAX_HISTORY_PAGE;
 use crate::daemon::Daemon;
-use crate::session::prompts::MAX_HISTORY_PAGE;
 use crate::wire;
 
 pub async fn prompt(daemon: &Daemon, session_id: &str, text: String) -> RpcResult<PromptAccepted> {

@@ -30,7 +30,7 @@ pub enum RunError {
     #[error(transparent)]
     Listen(#[from] ListenError),
     #[error(transparent)]
-    Store(#[from] crate::session::StoreError),
+    Store(#[from] crate::store::StoreError),
 }
 
 /// Listens (first, so that a second daemon stops before touching the
@@ -73,8 +73,8 @@ pub async fn serve(daemon: Arc<Daemon>, listening: listener::Listening) -> Resul
     let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Ready]);
 
     let upkeep =
-        crate::session::Maintenance::spawn(daemon.sessions.store().clone()).map_err(|e| {
-            crate::session::StoreError::Io(format!("cannot start the store's upkeep thread: {e}"))
+        crate::store::Maintenance::spawn(daemon.sessions.store().clone()).map_err(|e| {
+            crate::store::StoreError::Io(format!("cannot start the store's upkeep thread: {e}"))
         })?;
     let connections_stop = CancellationToken::new();
     let connections = TaskTracker::new();
@@ -147,7 +147,7 @@ pub async fn serve(daemon: Arc<Daemon>, listening: listener::Listening) -> Resul
     daemon.discovery.shutdown().await;
     tokio::task::spawn_blocking(move || upkeep.stop())
         .await
-        .map_err(|e| crate::session::StoreError::Io(format!("final checkpoint: {e}")))??;
+        .map_err(|e| crate::store::StoreError::Io(format!("final checkpoint: {e}")))??;
     connections_stop.cancel();
     connections.close();
     if tokio::time::timeout(Duration::from_secs(6), connections.wait())

@@ -6,7 +6,7 @@
 //! are logged to the store in one write (durable from then on), and only
 //! then broadcast and answered (persist-then-broadcast). Steps that arrive
 //! together share one write (group commit). Then the step goes to the
-//! store's apply thread for sled (`applier.rs`, `tail.rs`).
+//! store's apply thread for sled (`store/applier.rs`, `store/tail.rs`).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,9 +18,10 @@ use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::handle::{Command, Published, SessionHandle, Subscription};
-use super::store::{Append, SessionRecord, Store};
+use super::handle::{Command, SessionHandle, Subscription, Waiter};
+use crate::agent::{Conversation, PromptQueue, TurnLimits, TurnMsg};
 use crate::scheduler::{CallState, Effect, Scheduler, ToolCall};
+use crate::store::{Append, Published, SessionRecord, Store};
 use crate::tools::{ToolContext, ToolInvocation, ToolRegistry};
 use crate::wire;
 
@@ -58,10 +59,10 @@ pub(super) enum Internal {
         call_id: String,
         outcome: Result<crate::tools::ToolResult, crate::scheduler::CallError>,
     },
-    /// A message from a running turn (`turn.rs`).
+    /// A message from a running turn (`agent/turn.rs`).
     Turn {
         turn_id: String,
-        msg: super::turn::TurnMsg,
+        msg: TurnMsg,
     },
 }
 
@@ -76,7 +77,7 @@ pub struct ActorDeps {
     pub model: Arc<crate::model::ModelSlot>,
     /// GEMINI.md memory per workspace.
     pub memory: Arc<crate::memory::MemoryCache>,
-    pub turn_limits: super::turn::TurnLimits,
+    pub turn_limits: TurnLimits,
 }
 
 pub(super) struct Actor {
@@ -87,7 +88,7 @@ pub(super) struct Actor {
     pub(super) scheduler: Scheduler,
     pub(super) invocations: HashMap<String, Box<dyn ToolInvocation>>,
     pub(super) running: HashMap<String, CancellationToken>,
-    pub(super) waiters: HashMap<String, Vec<super::driver::Waiter>>,
+    pub(super) waiters: HashMap<String, Vec<Waiter>>,
     /// What the waiters of calls about to retire get.
     pub(super) finals: HashMap<String, Final>,
     /// What a person allowed for the rest of the session.
@@ -102,9 +103,9 @@ pub(super) struct Actor {
     /// The last commit failed; retry even without new work.
     commit_failed: bool,
     /// Prompts: the running turn and the queue behind it.
-    pub(super) prompts: super::prompts::PromptQueue,
+    pub(super) prompts: PromptQueue,
     /// The conversation with the model, loaded at the first turn.
-    pub(super) history: Option<Vec<crate::model::Content>>,
+    pub(super) conversation: Conversation,
     /// The actor is stopping: a turn cancelled now was interrupted.
     pub(super) stopping: bool,
 }
@@ -151,8 +152,8 @@ pub fn spawn(
         tasks: TaskTracker::new(),
         cancel: parent.child_token(),
         commit_failed: false,
-        prompts: super::prompts::PromptQueue::default(),
-        history: None,
+        prompts: PromptQueue::default(),
+        conversation: Conversation::default(),
         stopping: false,
     };
     tracker.spawn(async move {
@@ -380,7 +381,7 @@ impl Actor {
             payload,
         };
         let (session_id, seq, time) = (event.session_id.clone(), event.seq, event.time);
-        let json = super::event_json::to_json(event).or_else(|e| {
+        let json = crate::store::event_json::to_json(event).or_else(|e| {
             // Our own types always serialize; keep seq gapless regardless.
             tracing::error!(error = %e, "event failed to serialize");
             RawValue::from_string(format!(

@@ -8,11 +8,10 @@ use futures::FutureExt;
 use geminid_protocol::event::EventPayload;
 use geminid_protocol::tool::ConfirmationOutcome;
 use serde_json::Value;
-use tokio::sync::oneshot;
 
 use super::SessionError;
 use super::actor::{Actor, Final, Internal};
-use super::handle::{CallReply, FinalCall};
+use super::handle::{CallReply, FinalCall, Waiter};
 use crate::policy::{Decision, PolicyVerdict, SHELL_TOOL_NAME, SavedRule, split_command};
 use crate::scheduler::{Answer, CallError, CallErrorKind, Effect, Prepared, ToolCall};
 use crate::tools::{OutputSink, ToolError};
@@ -29,11 +28,7 @@ impl Actor {
                 });
             }
             CallReply::Finished(reply) => {
-                let waiter = Waiter {
-                    tx: reply,
-                    snapshot: false,
-                };
-                self.start_call(name, args, Some(waiter));
+                self.start_call(name, args, Some(Waiter::Event(reply)));
             }
         }
     }
@@ -194,7 +189,7 @@ impl Actor {
                     && self
                         .waiters
                         .get(&call_id)
-                        .is_some_and(|ws| ws.iter().any(|w| w.snapshot));
+                        .is_some_and(|ws| ws.iter().any(Waiter::wants_snapshot));
                 let kept = structured.then(|| snapshot.clone());
                 self.emit(EventPayload::ToolCall(Box::new(snapshot)));
                 if terminal && self.waiters.contains_key(&call_id) {
@@ -216,15 +211,20 @@ impl Actor {
                 if !waiters.is_empty() {
                     self.after_commit(move || {
                         for waiter in waiters {
-                            let _ = waiter.tx.send(FinalCall {
-                                call_id: call_id.clone(),
-                                snapshot: if waiter.snapshot {
-                                    snapshot.clone()
-                                } else {
-                                    None
-                                },
-                                event: event.clone(),
-                            });
+                            match waiter {
+                                Waiter::Event(tx) => {
+                                    let _ = tx.send(FinalCall {
+                                        call_id: call_id.clone(),
+                                        snapshot: None,
+                                        event: event.clone(),
+                                    });
+                                }
+                                Waiter::Snapshot(tx) => {
+                                    if let Some(snapshot) = snapshot.clone() {
+                                        let _ = tx.send(snapshot);
+                                    }
+                                }
+                            }
                         }
                     });
                 }
@@ -354,13 +354,6 @@ impl Actor {
             let _ = internal.send(Internal::Finished { call_id, outcome });
         });
     }
-}
-
-/// Someone waiting for a call to finish.
-pub(super) struct Waiter {
-    pub tx: oneshot::Sender<FinalCall>,
-    /// Whether it needs the structured snapshot (the event JSON is always sent).
-    pub snapshot: bool,
 }
 
 /// "policy: <reason> (<file> rule #<n>, <tier> tier)" for `decidedBy`.

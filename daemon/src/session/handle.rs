@@ -7,10 +7,8 @@ use serde_json::Value;
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use super::SessionError;
-use super::store::SessionRecord;
 use crate::policy::ApprovalMode;
-
-pub use super::store::Published;
+use crate::store::{Published, SessionRecord};
 
 /// A live subscription: events with `seq > last_seq` arrive on `events`;
 /// everything up to `last_seq` is in the store.
@@ -36,6 +34,21 @@ pub struct FinalCall {
     /// superset of the snapshot's, so a `wait: true` answer can carry it
     /// without serializing a large result a second time.
     pub event: Option<Arc<Published>>,
+}
+
+/// Who waits for a call to finish, and in what form.
+pub(super) enum Waiter {
+    /// A client (`tool.call` with `wait: true`): the final event's JSON.
+    Event(oneshot::Sender<FinalCall>),
+    /// A turn: the structured final snapshot.
+    Snapshot(oneshot::Sender<ToolCallSnapshot>),
+}
+
+impl Waiter {
+    /// Whether it needs the structured snapshot (the event JSON is always kept).
+    pub(super) fn wants_snapshot(&self) -> bool {
+        matches!(self, Waiter::Snapshot(_))
+    }
 }
 
 /// How a `Call` command is answered.

@@ -11,8 +11,8 @@ use tokio_util::task::TaskTracker;
 use super::SessionError;
 use super::actor::{self, ActorDeps};
 use super::handle::SessionHandle;
-use super::store::{self, SessionRecord};
 use crate::policy::ApprovalMode;
+use crate::store::{self, SessionRecord};
 
 pub struct SessionManager {
     deps: ActorDeps,

@@ -1,28 +1,23 @@
-//! Sessions: the actor per loaded session, its handle, the manager that
-//! loads and creates them, and the sled store behind them.
+//! Sessions: the actor per loaded session (`actor.rs`), the driver of its
+//! scheduler (`driver.rs`), its side of prompts and turns (`prompts.rs`),
+//! the handle other tasks use (`handle.rs`) and the manager that creates,
+//! loads and deletes sessions (`manager.rs`).
+//!
+//! It stands above the store (`store/`, which it commits every step to)
+//! and the agent (`agent/`, whose turns it starts and serves by message);
+//! neither of them ever names it.
 
 mod actor;
-mod applier;
-mod blobs;
 mod driver;
-mod event_blocks;
-mod event_files;
-mod event_json;
 mod handle;
-mod maintenance;
 mod manager;
-pub mod prompts;
-pub mod store;
-mod tail;
-pub mod turn;
-mod wal;
+mod prompts;
 
 pub use actor::ActorDeps;
-pub use handle::{FinalCall, PolicyCheck, Published, SessionHandle, Subscription};
-pub use maintenance::Maintenance;
+pub use handle::{FinalCall, PolicyCheck, SessionHandle, Subscription};
 pub use manager::{NewSession, SessionManager};
-pub use store::{SessionRecord, Store, StoreError};
-pub use wal::{CHECKPOINT_EVERY, Checkpoint};
+
+use crate::store::StoreError;
 
 /// Failures of session operations, mapped to JSON-RPC errors in rpc/.
 #[derive(Debug, thiserror::Error)]

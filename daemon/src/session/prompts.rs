@@ -1,43 +1,16 @@
-//! The session's prompts: a FIFO queue from any client, one turn running
-//! at a time (`turn.rs`), the conversation history it extends, and what a
-//! restart does with prompts left unfinished (a started turn ends as
-//! `interrupted`; queued prompts run).
-
-use std::collections::VecDeque;
+//! The actor's side of prompts: queueing them (from any client), starting
+//! the agent's turns one at a time, carrying out what a turn asks
+//! ([`TurnMsg`]), and what a restart does with prompts left unfinished (a
+//! started turn ends as `interrupted`; queued prompts run).
 
 use geminid_protocol::event::EventPayload;
-use tokio_util::sync::CancellationToken;
 
 use super::SessionError;
-use super::actor::Actor;
-use super::store::PendingPrompt;
-use super::turn::{self, TurnEnd, TurnMsg, TurnSpec};
+use super::actor::{Actor, Internal};
+use super::handle::Waiter;
+use crate::agent::{self, TurnEnd, TurnLine, TurnMsg, TurnSpec};
 use crate::model::{Content, Role, Usage};
-
-/// At most this many history entries per `session.history` page.
-pub const MAX_HISTORY_PAGE: u64 = 100;
-
-#[derive(Default)]
-pub(super) struct PromptQueue {
-    queue: VecDeque<PendingPrompt>,
-    running: Option<RunningTurn>,
-}
-
-struct RunningTurn {
-    turn_id: String,
-    cancel: CancellationToken,
-}
-
-impl PromptQueue {
-    pub(super) fn is_running(&self) -> bool {
-        self.running.is_some()
-    }
-
-    /// Turns that run or wait.
-    fn ahead(&self) -> u64 {
-        self.queue.len() as u64 + u64::from(self.running.is_some())
-    }
-}
+use crate::store::{PendingPrompt, StoreError};
 
 impl Actor {
     /// `session.prompt`: queues the prompt and starts it if nothing runs.
@@ -63,28 +36,22 @@ impl Actor {
             started: false,
         };
         self.save_prompt(&prompt);
-        self.prompts.queue.push_back(prompt);
+        self.prompts.push(prompt);
         self.start_next_turn();
         Ok((turn_id, ahead))
     }
 
     /// Cancels the running turn; whether there was one.
     pub(super) fn cancel_turn(&mut self) -> bool {
-        match &self.prompts.running {
-            Some(turn) => {
-                turn.cancel.cancel();
-                true
-            }
-            None => false,
-        }
+        self.prompts.cancel()
     }
 
     /// Starts the next queued prompt when no turn runs.
     fn start_next_turn(&mut self) {
-        if self.stopping || self.prompts.running.is_some() {
+        if self.stopping {
             return;
         }
-        let Some(mut prompt) = self.prompts.queue.pop_front() else {
+        let Some(mut prompt) = self.prompts.take_next() else {
             return;
         };
         prompt.started = true;
@@ -129,18 +96,20 @@ impl Actor {
             limits: self.deps.turn_limits,
             cancel: cancel.clone(),
         };
-        self.prompts.running = Some(RunningTurn { turn_id, cancel });
-        self.tasks.spawn(turn::run(spec, self.internal.clone()));
+        self.prompts.started(turn_id.clone(), cancel);
+        let internal = self.internal.clone();
+        let line: TurnLine = Box::new(move |msg| {
+            let _ = internal.send(Internal::Turn {
+                turn_id: turn_id.clone(),
+                msg,
+            });
+        });
+        self.tasks.spawn(agent::run(spec, line));
     }
 
     /// A message from the running turn.
     pub(super) fn on_turn(&mut self, turn_id: String, msg: TurnMsg) {
-        let current = self
-            .prompts
-            .running
-            .as_ref()
-            .filter(|t| t.turn_id == turn_id);
-        let cancelled = current.is_none_or(|t| t.cancel.is_cancelled());
+        let cancelled = !self.prompts.is_live(&turn_id);
         match msg {
             TurnMsg::Emit(payload) => {
                 self.emit(payload);
@@ -153,7 +122,7 @@ impl Actor {
                 if !cancelled {
                     for (name, args) in calls {
                         let (tx, rx) = tokio::sync::oneshot::channel();
-                        let waiter = super::driver::Waiter { tx, snapshot: true };
+                        let waiter = Waiter::Snapshot(tx);
                         self.start_call(name, args, Some(waiter));
                         done.push(rx);
                     }
@@ -178,14 +147,7 @@ impl Actor {
             message: end.message,
         });
         self.pending.prompts.push((turn_id.to_owned(), None));
-        if self
-            .prompts
-            .running
-            .as_ref()
-            .is_some_and(|t| t.turn_id == turn_id)
-        {
-            self.prompts.running = None;
-        }
+        self.prompts.finished(turn_id);
         self.start_next_turn();
     }
 
@@ -204,7 +166,7 @@ impl Actor {
                 });
                 self.pending.prompts.push((prompt.turn_id, None));
             } else {
-                self.prompts.queue.push_back(prompt);
+                self.prompts.push(prompt);
             }
         }
         self.start_next_turn();
@@ -213,23 +175,20 @@ impl Actor {
     /// Answers function calls the history ends with (the daemon stopped
     /// before they finished), so the conversation stays valid.
     fn repair_history(&mut self) {
-        let unanswered: Vec<_> = match self.loaded_history() {
-            Ok(history) => match history.last() {
-                Some(last) if last.role == Role::Model => last.function_calls().cloned().collect(),
-                _ => Vec::new(),
-            },
-            Err(e) => {
+        let unanswered = self
+            .conversation
+            .unanswered_calls(&self.deps.store, &self.record.id)
+            .unwrap_or_else(|e| {
                 tracing::error!(session = %self.record.id, error = %e, "history unreadable; not repaired");
                 Vec::new()
-            }
-        };
+            });
         if unanswered.is_empty() {
             return;
         }
         let parts = unanswered
             .iter()
             .map(|call| {
-                turn::not_run(
+                agent::not_run(
                     call,
                     "interrupted: the daemon stopped before this call finished",
                 )
@@ -242,30 +201,19 @@ impl Actor {
     }
 
     fn append_history(&mut self, content: Content) {
-        let json = match serde_json::to_string(&content) {
-            Ok(json) => json,
+        match self
+            .conversation
+            .append(&self.deps.store, &self.record.id, content)
+        {
+            Ok(entry) => self.pending.history.push(entry),
             Err(e) => {
-                tracing::error!(error = %e, "history entry failed to serialize");
-                return;
-            }
-        };
-        match self.loaded_history() {
-            Ok(history) => {
-                let index = history.len() as u64;
-                history.push(content);
-                self.pending.history.push((index, json));
-            }
-            Err(e) => {
-                tracing::error!(session = %self.record.id, error = %e, "history unreadable; entry dropped");
+                tracing::error!(session = %self.record.id, error = %e, "history entry dropped");
             }
         }
     }
 
-    fn loaded_history(&mut self) -> Result<&mut Vec<Content>, super::StoreError> {
-        if self.history.is_none() {
-            self.history = Some(self.deps.store.history(&self.record.id)?);
-        }
-        Ok(self.history.get_or_insert_with(Vec::new))
+    fn loaded_history(&mut self) -> Result<&mut Vec<Content>, StoreError> {
+        self.conversation.entries(&self.deps.store, &self.record.id)
     }
 
     /// `session.history`: the total and the entries in `[offset, offset+limit)`.
@@ -274,13 +222,9 @@ impl Actor {
         offset: u64,
         limit: u64,
     ) -> Result<(u64, Vec<Content>), SessionError> {
-        let history = self.loaded_history()?;
-        let total = history.len() as u64;
-        let start = offset.min(total) as usize;
-        let end = offset
-            .saturating_add(limit.min(MAX_HISTORY_PAGE))
-            .min(total) as usize;
-        Ok((total, history[start..end].to_vec()))
+        Ok(self
+            .conversation
+            .page(&self.deps.store, &self.record.id, offset, limit)?)
     }
 
     fn save_prompt(&mut self, prompt: &PendingPrompt) {

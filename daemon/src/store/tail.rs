@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::store::{Append, Published, SessionRecord};
+use super::types::{Append, Published, SessionRecord};
 use super::wal::Lease;
 
 /// What reads need from an append that is not in sled yet.

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use super::store::{Append, Published, SessionRecord, StoreError};
+use super::types::{Append, Published, SessionRecord, StoreError};
 
 /// How often sled is flushed and the log cut.
 pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(500);
@@ -375,7 +375,7 @@ fn replay(path: &Path, apply: &Apply<'_>) -> Result<usize, StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::session::store::{Store, new_session_id};
+    use crate::store::{Store, new_session_id};
 
     fn raw(s: &str) -> Box<RawValue> {
         RawValue::from_string(s.to_owned()).unwrap()
@@ -386,12 +386,7 @@ mod tests {
     fn one_logged(
         json: &str,
         open_calls: Vec<(String, Option<Vec<u8>>)>,
-    ) -> (
-        tempfile::TempDir,
-        String,
-        Store,
-        crate::session::tail::Logged,
-    ) {
+    ) -> (tempfile::TempDir, String, Store, crate::store::tail::Logged) {
         let dir = tempfile::tempdir().unwrap();
         let id = new_session_id();
         let store = Store::open(dir.path()).unwrap();
@@ -444,7 +439,7 @@ mod tests {
         {
             // As after a crash: the blob and the log line were written, sled
             // kept nothing.
-            let blobs = crate::session::blobs::Blobs::open(dir.path()).unwrap();
+            let blobs = crate::store::blobs::Blobs::open(dir.path()).unwrap();
             let marker = blobs.put(&id, big.as_bytes()).unwrap();
             let (wal, _) = Wal::open(dir.path(), &|_, _, _| Ok(()), &|| Ok(())).unwrap();
             let append = Append {

@@ -12,7 +12,8 @@
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::thread::JoinHandle;
 
-use super::store::{Store, StoreError};
+use super::Store;
+use super::types::StoreError;
 use super::wal::{CHECKPOINT_EVERY, Checkpoint};
 
 /// Ticks of quiet after the last write during which the store still

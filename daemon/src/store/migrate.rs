@@ -1,7 +1,4 @@
-//! The entry codec of event files, and the move of events out of sled.
-//!
-//! An entry is `seq (u64 BE) | length (u64 BE) | bytes`; a run of them is
-//! what `event_files.rs` appends in one write.
+//! The move of events out of sled, for stores an older daemon wrote.
 //!
 //! Earlier stores kept events in sled. The first layout had one key per
 //! event (`e` + session id + seq). sled 0.34 splits a leaf once it holds
@@ -20,55 +17,14 @@
 
 use std::collections::BTreeMap;
 
+use super::entry::{corrupt, entries};
 use super::event_files::EventFiles;
-use super::store::{SESSION_ID_LEN, StoreError, prefixed};
+use super::types::{SESSION_ID_LEN, StoreError, prefixed, seq_of};
 
 /// Tag of an event block's key: `E` + session id + first seq.
 const BLOCK: u8 = b'E';
 /// Tag of a key of one event: `e` + session id + seq.
 const OLD_EVENT: u8 = b'e';
-const HEADER: usize = 8 + 8;
-
-/// Encodes `entries` (in seq order) as a run of entries.
-pub(super) fn encode<'a>(entries: impl IntoIterator<Item = (u64, &'a [u8])>) -> Vec<u8> {
-    let mut out = Vec::new();
-    for (seq, bytes) in entries {
-        out.extend_from_slice(&seq.to_be_bytes());
-        out.extend_from_slice(&(bytes.len() as u64).to_be_bytes());
-        out.extend_from_slice(bytes);
-    }
-    out
-}
-
-/// The entries of a block, in order. A block that does not parse is
-/// reported as corrupt, under `what` (its session and first seq).
-pub(super) fn entries<'a>(
-    block: &'a [u8],
-    what: impl Fn() -> String + 'a,
-) -> impl Iterator<Item = Result<(u64, &'a [u8]), StoreError>> + 'a {
-    let mut rest = block;
-    std::iter::from_fn(move || {
-        if rest.is_empty() {
-            return None;
-        }
-        let Some((seq, len)) = rest
-            .get(..HEADER)
-            .map(|h| (be_u64(&h[..8]), be_u64(&h[8..])))
-        else {
-            rest = &[];
-            return Some(Err(corrupt(what(), "an event block ends inside a header")));
-        };
-        let end = usize::try_from(len)
-            .ok()
-            .and_then(|len| len.checked_add(HEADER));
-        let Some(bytes) = end.and_then(|end| rest.get(HEADER..end)) else {
-            rest = &[];
-            return Some(Err(corrupt(what(), "an event block ends inside an event")));
-        };
-        rest = &rest[HEADER + bytes.len()..];
-        Some(Ok((seq, bytes)))
-    })
-}
 
 /// The sled key of a block whose first event is `first`, as stores of
 /// the block layout wrote it.
@@ -132,34 +88,15 @@ fn next_session(tree: &sled::Tree) -> Result<Option<String>, StoreError> {
     Ok(None)
 }
 
-/// The seq (or index) at the end of a key.
-pub(super) fn seq_of(key: &[u8]) -> u64 {
-    be_u64(key)
-}
-
-/// The last (up to) eight bytes as a big-endian number.
-pub(super) fn be_u64(bytes: &[u8]) -> u64 {
-    let mut out = [0u8; 8];
-    let bytes = &bytes[bytes.len().saturating_sub(8)..];
-    out[8 - bytes.len()..].copy_from_slice(bytes);
-    u64::from_be_bytes(out)
-}
-
 /// A key as session id and seq, for errors.
 fn describe(key: &[u8]) -> String {
     let id = key.get(1..1 + SESSION_ID_LEN).unwrap_or_default();
     format!("{}/{}", String::from_utf8_lossy(id), seq_of(key))
 }
 
-fn corrupt(key: String, why: &'static str) -> StoreError {
-    StoreError::Corrupt {
-        key,
-        source: serde::de::Error::custom(why),
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::super::entry::encode;
     use super::*;
 
     const ID: &str = "0123456789abcdef0123456789abcdef";

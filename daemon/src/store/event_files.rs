@@ -39,8 +39,8 @@ use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use super::event_blocks;
-use super::store::StoreError;
+use super::entry;
+use super::types::{StoreError, be_u64};
 
 /// Bytes between two marks of a file's index.
 const MARK_EVERY: u64 = 64 * 1024;
@@ -155,7 +155,7 @@ impl EventFiles {
                     "event file of session {id}: events to append are out of order at seq {first}"
                 )));
             }
-            let bytes = event_blocks::encode(fresh.iter().copied());
+            let bytes = entry::encode(fresh.iter().copied());
             let path = self.path(id);
             let created = index.len == 0 && !path.exists();
             let file = OpenOptions::new()
@@ -305,7 +305,7 @@ impl EventFiles {
         let temp = self.dir.join(format!(".{id}.new"));
         let written = (|| {
             let file = File::create(&temp)?;
-            file.write_all_at(&event_blocks::encode(all.iter().copied()), 0)?;
+            file.write_all_at(&entry::encode(all.iter().copied()), 0)?;
             file.sync_data()?;
             std::fs::rename(&temp, self.path(id))?;
             File::open(&self.dir)?.sync_all()
@@ -380,8 +380,8 @@ impl Entries {
         let mut header = [0u8; HEADER as usize];
         self.reader.read_exact(&mut header)?;
         self.at += HEADER;
-        let seq = event_blocks::be_u64(&header[..8]);
-        let len = event_blocks::be_u64(&header[8..]);
+        let seq = be_u64(&header[..8]);
+        let len = be_u64(&header[8..]);
         Ok(Some((seq, len)))
     }
 
@@ -498,9 +498,9 @@ mod tests {
         append(&files, 1..=3, 10);
         let whole = std::fs::read(files.path(ID)).unwrap();
         // The torn entry is longer than what replaces it.
-        let next = event_blocks::encode([(4, event(4, 200).as_slice())]);
+        let next = entry::encode([(4, event(4, 200).as_slice())]);
         let (four, five) = (event(4, 10), event(5, 10));
-        let replacement = event_blocks::encode([(4, four.as_slice()), (5, five.as_slice())]);
+        let replacement = entry::encode([(4, four.as_slice()), (5, five.as_slice())]);
         for cut in [1, 15, 16, 17, next.len() - 1] {
             let mut torn = whole.clone();
             torn.extend_from_slice(&next[..cut]);
@@ -527,7 +527,7 @@ mod tests {
             .append(ID, &[(2, &b"{}"[..]), (1, &b"{}"[..])])
             .unwrap_err();
         assert!(err.to_string().contains("out of order"), "{err}");
-        let bad = event_blocks::encode([(2, &b"{}"[..]), (1, &b"{}"[..])]);
+        let bad = entry::encode([(2, &b"{}"[..]), (1, &b"{}"[..])]);
         std::fs::write(files.path(ID), bad).unwrap();
         let reopened = EventFiles::open(dir.path()).unwrap();
         let err = reopened.last_seq(ID).unwrap_err();

@@ -15,8 +15,17 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, mpsc};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use super::store::{Store, StoreError};
 use super::tail::Logged;
+use super::types::StoreError;
+
+/// How the thread writes steps: the store implements it (`mod.rs`), so
+/// this file never names the store above it.
+pub(super) trait ApplySteps: Send + 'static {
+    /// Applies one logged step; on failure it stays in the tail.
+    fn apply_logged(&self, logged: &mut Logged) -> Result<(), StoreError>;
+    /// Applies one session's steps, in log order, as one write.
+    fn apply_together(&self, steps: &mut [Logged]) -> Result<(), StoreError>;
+}
 
 /// How soon a failed apply is tried again.
 const RETRY: Duration = Duration::from_secs(1);
@@ -102,7 +111,7 @@ pub struct Applier {
 impl Applier {
     /// Starts the thread; `store` must not hold an applier itself (it
     /// would keep the thread alive forever).
-    pub fn spawn(store: Store) -> std::io::Result<Applier> {
+    pub fn spawn(store: impl ApplySteps) -> std::io::Result<Applier> {
         let shared = Arc::new(Shared::default());
         let thread = {
             let shared = shared.clone();
@@ -117,7 +126,7 @@ impl Applier {
     }
 
     /// Queues `logged` for sled. If the thread is gone, applies it here.
-    pub fn apply(&self, store: &Store, logged: Logged) -> Result<(), StoreError> {
+    pub fn apply(&self, store: &impl ApplySteps, logged: Logged) -> Result<(), StoreError> {
         match self.shared.push(Job::Apply(Box::new(logged))) {
             Ok(()) => Ok(()),
             Err(Job::Apply(mut logged)) => store.apply_logged(&mut logged),
@@ -154,7 +163,7 @@ impl Drop for Applier {
     }
 }
 
-fn run(store: &Store, shared: &Shared) {
+fn run(store: &impl ApplySteps, shared: &Shared) {
     lower_priority();
     loop {
         let mut queue = shared.lock();
@@ -180,8 +189,8 @@ fn run(store: &Store, shared: &Shared) {
 
 /// Applies `batch` in order; a failing apply is retried in place. The
 /// steps between two other jobs go to sled a session at a time, each
-/// session's together (see [`Store::apply_together`]).
-fn apply_all(store: &Store, batch: VecDeque<Job>, shared: &Shared) {
+/// session's together (see `Store::apply_together`).
+fn apply_all(store: &impl ApplySteps, batch: VecDeque<Job>, shared: &Shared) {
     let mut steps = Vec::new();
     for job in batch {
         match job {
@@ -195,7 +204,7 @@ fn apply_all(store: &Store, batch: VecDeque<Job>, shared: &Shared) {
     apply_steps(store, steps, shared);
 }
 
-fn apply_steps(store: &Store, steps: Vec<Logged>, shared: &Shared) {
+fn apply_steps(store: &impl ApplySteps, steps: Vec<Logged>, shared: &Shared) {
     for mut run in by_session(steps) {
         if run.len() > 1 && store.apply_together(&mut run).is_ok() {
             continue;

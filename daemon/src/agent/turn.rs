@@ -16,17 +16,14 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use geminid_protocol::event::EventPayload;
-use geminid_protocol::tool::{CallState, ContentPart, ToolCallSnapshot};
-use serde_json::{Value, json};
-use tokio::sync::{mpsc, oneshot};
+use geminid_protocol::tool::ToolCallSnapshot;
+use serde_json::Value;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::actor::Internal;
-use super::handle::FinalCall;
+use super::responses::{function_responses, normalized, not_run};
 use crate::model::content::push_merged;
-use crate::model::{
-    Content, FunctionCall, FunctionResponse, Model, ModelRequest, Part, Role, Usage,
-};
+use crate::model::{Content, FunctionCall, Model, ModelRequest, Part, Role, Usage};
 
 /// Limits of one turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -47,7 +44,7 @@ impl Default for TurnLimits {
 }
 
 /// What a turn asks of its session's actor.
-pub(super) enum TurnMsg {
+pub enum TurnMsg {
     /// Record an event (deltas, notices).
     Emit(EventPayload),
     /// Append to the conversation history.
@@ -55,7 +52,7 @@ pub(super) enum TurnMsg {
     /// Schedule these calls together; the answer has one entry per call.
     Calls {
         calls: Vec<(String, Value)>,
-        reply: oneshot::Sender<Vec<oneshot::Receiver<FinalCall>>>,
+        reply: oneshot::Sender<Vec<oneshot::Receiver<ToolCallSnapshot>>>,
     },
     /// The turn is over.
     Finished(TurnEnd),
@@ -71,7 +68,7 @@ pub struct TurnEnd {
 }
 
 /// Everything a turn needs, prepared by the actor.
-pub(super) struct TurnSpec {
+pub struct TurnSpec {
     pub turn_id: String,
     pub text: String,
     /// The conversation before this turn.
@@ -84,18 +81,18 @@ pub(super) struct TurnSpec {
     pub cancel: CancellationToken,
 }
 
+/// How a turn reaches its session: the actor hands every turn a function
+/// that forwards its messages, so this room never names the actor.
+pub type TurnLine = Box<dyn Fn(TurnMsg) + Send + Sync>;
+
 /// The turn's line to its actor.
 struct Sink {
-    turn_id: String,
-    tx: mpsc::UnboundedSender<Internal>,
+    line: TurnLine,
 }
 
 impl Sink {
     fn send(&self, msg: TurnMsg) {
-        let _ = self.tx.send(Internal::Turn {
-            turn_id: self.turn_id.clone(),
-            msg,
-        });
+        (self.line)(msg);
     }
 
     fn emit(&self, payload: EventPayload) {
@@ -104,11 +101,8 @@ impl Sink {
 }
 
 /// Runs the turn to its end and reports it.
-pub(super) async fn run(spec: TurnSpec, tx: mpsc::UnboundedSender<Internal>) {
-    let sink = Sink {
-        turn_id: spec.turn_id.clone(),
-        tx,
-    };
+pub async fn run(spec: TurnSpec, line: TurnLine) {
+    let sink = Sink { line };
     let mut usage = Usage::default();
     let end = drive(&spec, &sink, &mut usage).await;
     sink.send(TurnMsg::Finished(TurnEnd {
@@ -288,9 +282,7 @@ async fn run_calls(sink: &Sink, calls: &[FunctionCall]) -> Vec<Option<ToolCallSn
     let Ok(done) = accepted.await else {
         return vec![None; calls.len()];
     };
-    let waits = done
-        .into_iter()
-        .map(|rx| async move { rx.await.ok().and_then(|f| f.snapshot) });
+    let waits = done.into_iter().map(|rx| async move { rx.await.ok() });
     let mut snapshots = futures::future::join_all(waits).await;
     snapshots.resize(calls.len(), None);
     snapshots
@@ -314,103 +306,10 @@ fn repeated_call(
     found
 }
 
-/// The user content answering `calls`: one function response per call, in
-/// order, then any inline data (images, PDF) the results carried.
-pub(super) fn function_responses(
-    calls: &[FunctionCall],
-    snapshots: &[Option<ToolCallSnapshot>],
-) -> Content {
-    let mut parts = Vec::new();
-    let mut inline = Vec::new();
-    for (call, snapshot) in calls.iter().zip(snapshots) {
-        let Some(snapshot) = snapshot else {
-            parts.push(not_run(
-                call,
-                "not run: the turn was cancelled or the session stopped",
-            ));
-            continue;
-        };
-        let response = match (&snapshot.state, &snapshot.result) {
-            (CallState::Success, Some(result)) => {
-                let mut text = String::new();
-                for part in &result.llm_content {
-                    match part {
-                        ContentPart::Text { text: t } => {
-                            if !text.is_empty() {
-                                text.push('\n');
-                            }
-                            text.push_str(t);
-                        }
-                        ContentPart::InlineData { mime_type, data } => {
-                            if !text.is_empty() {
-                                text.push('\n');
-                            }
-                            text.push_str(&format!(
-                                "Binary content of type {mime_type} was processed."
-                            ));
-                            inline.push(Part::inline(mime_type.clone(), data.clone()));
-                        }
-                    }
-                }
-                json!({ "output": text })
-            }
-            (state, _) => {
-                let why = snapshot
-                    .error
-                    .as_ref()
-                    .map(|e| e.message.clone())
-                    .unwrap_or_else(|| format!("the call ended as {}", state_name(*state)));
-                json!({ "error": why })
-            }
-        };
-        parts.push(Part::response(FunctionResponse {
-            id: call.id.clone(),
-            name: call.name.clone(),
-            response,
-        }));
-    }
-    parts.extend(inline);
-    Content {
-        role: Role::User,
-        parts,
-    }
-}
-
-/// A response for a call that did not run.
-pub(super) fn not_run(call: &FunctionCall, why: &str) -> Part {
-    Part::response(FunctionResponse {
-        id: call.id.clone(),
-        name: call.name.clone(),
-        response: json!({ "error": why }),
-    })
-}
-
-fn state_name(state: CallState) -> String {
-    serde_json::to_value(state)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_else(|| format!("{state:?}"))
-}
-
-/// Consecutive entries of one role merged into one (a failed turn can
-/// leave two user entries in a row; providers want them alternating).
-fn normalized(contents: &[Content]) -> Vec<Content> {
-    let mut out: Vec<Content> = Vec::with_capacity(contents.len());
-    for content in contents {
-        match out.last_mut() {
-            Some(last) if last.role == content.role => {
-                last.parts.extend(content.parts.iter().cloned());
-            }
-            _ => out.push(content.clone()),
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use geminid_protocol::tool::{ToolCallError, ToolCallResult, ToolDisplay};
+    use serde_json::json;
 
     fn call(name: &str, args: Value) -> FunctionCall {
         FunctionCall {
@@ -418,75 +317,6 @@ mod tests {
             name: name.into(),
             args,
         }
-    }
-
-    fn snapshot(
-        state: CallState,
-        result: Option<Vec<ContentPart>>,
-        error: Option<&str>,
-    ) -> ToolCallSnapshot {
-        ToolCallSnapshot {
-            call_id: "call-1".into(),
-            name: "x".into(),
-            args: json!({}),
-            state,
-            description: None,
-            locations: Vec::new(),
-            confirmation: None,
-            output_delta: None,
-            result: result.map(|llm_content| ToolCallResult {
-                llm_content,
-                display: ToolDisplay::Text {
-                    text: String::new(),
-                },
-                summary: None,
-            }),
-            error: error.map(|m| ToolCallError {
-                kind: "denied".into(),
-                message: m.into(),
-            }),
-            decided_by: None,
-        }
-    }
-
-    #[test]
-    fn every_call_gets_a_response_in_order_with_inline_data_last() {
-        let calls = [
-            call("read_file", json!({"a": 1})),
-            call("run_shell_command", json!({})),
-            call("glob", json!({})),
-        ];
-        let snaps = [
-            Some(snapshot(
-                CallState::Success,
-                Some(vec![ContentPart::InlineData {
-                    mime_type: "image/png".into(),
-                    data: "AAAA".into(),
-                }]),
-                None,
-            )),
-            Some(snapshot(CallState::Error, None, Some("denied by policy"))),
-            None,
-        ];
-        let content = function_responses(&calls, &snaps);
-        assert_eq!(content.role, Role::User);
-        let names: Vec<_> = content
-            .parts
-            .iter()
-            .filter_map(|p| p.function_response.as_ref().map(|r| r.name.clone()))
-            .collect();
-        assert_eq!(names, ["read_file", "run_shell_command", "glob"]);
-        let r = |i: usize| content.parts[i].function_response.clone().unwrap().response;
-        assert_eq!(
-            r(0)["output"],
-            "Binary content of type image/png was processed."
-        );
-        assert_eq!(r(1)["error"], "denied by policy");
-        assert!(r(2)["error"].as_str().unwrap().contains("not run"));
-        assert_eq!(
-            content.parts[3].inline_data.as_ref().unwrap().mime_type,
-            "image/png"
-        );
     }
 
     #[test]
@@ -506,20 +336,5 @@ mod tests {
             repeated_call(&mut seen, &[call("glob", json!({"p": 1}))], 5),
             Some("glob".into())
         );
-    }
-
-    #[test]
-    fn same_role_neighbours_are_merged() {
-        let contents = [
-            Content::user_text("a"),
-            Content::user_text("b"),
-            Content {
-                role: Role::Model,
-                parts: vec![Part::text("c")],
-            },
-        ];
-        let merged = normalized(&contents);
-        assert_eq!(merged.len(), 2);
-        assert_eq!(merged[0].parts.len(), 2);
     }
 }

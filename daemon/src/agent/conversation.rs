@@ -1,0 +1,80 @@
+//! The conversation with the model: the history as stored, loaded at the
+//! first turn that needs it and extended entry by entry. What is sent to
+//! the model is derived from it (`responses::normalized`); the stored
+//! history itself is only ever appended to.
+
+use crate::model::{Content, FunctionCall, Role};
+use crate::store::{Store, StoreError};
+
+/// At most this many history entries per `session.history` page.
+pub const MAX_HISTORY_PAGE: u64 = 100;
+
+/// One session's history, loaded on first use.
+#[derive(Default)]
+pub struct Conversation {
+    entries: Option<Vec<Content>>,
+}
+
+impl Conversation {
+    /// The history, read from the store the first time.
+    pub fn entries(&mut self, store: &Store, id: &str) -> Result<&mut Vec<Content>, StoreError> {
+        if self.entries.is_none() {
+            self.entries = Some(store.history(id)?);
+        }
+        Ok(self.entries.get_or_insert_with(Vec::new))
+    }
+
+    /// Appends `content`; returns what the store must write: its index and
+    /// JSON.
+    pub fn append(
+        &mut self,
+        store: &Store,
+        id: &str,
+        content: Content,
+    ) -> Result<(u64, String), AppendError> {
+        let json = serde_json::to_string(&content).map_err(AppendError::Encode)?;
+        let entries = self.entries(store, id).map_err(AppendError::Store)?;
+        let index = entries.len() as u64;
+        entries.push(content);
+        Ok((index, json))
+    }
+
+    /// Function calls the history ends with that no response follows (the
+    /// daemon stopped before they finished).
+    pub fn unanswered_calls(
+        &mut self,
+        store: &Store,
+        id: &str,
+    ) -> Result<Vec<FunctionCall>, StoreError> {
+        Ok(match self.entries(store, id)?.last() {
+            Some(last) if last.role == Role::Model => last.function_calls().cloned().collect(),
+            _ => Vec::new(),
+        })
+    }
+
+    /// `session.history`: the total and the entries in `[offset, offset+limit)`.
+    pub fn page(
+        &mut self,
+        store: &Store,
+        id: &str,
+        offset: u64,
+        limit: u64,
+    ) -> Result<(u64, Vec<Content>), StoreError> {
+        let entries = self.entries(store, id)?;
+        let total = entries.len() as u64;
+        let start = offset.min(total) as usize;
+        let end = offset
+            .saturating_add(limit.min(MAX_HISTORY_PAGE))
+            .min(total) as usize;
+        Ok((total, entries[start..end].to_vec()))
+    }
+}
+
+/// Why an entry could not be appended.
+#[derive(Debug, thiserror::Error)]
+pub enum AppendError {
+    #[error("history entry failed to serialize: {0}")]
+    Encode(serde_json::Error),
+    #[error("history unreadable: {0}")]
+    Store(StoreError),
+}

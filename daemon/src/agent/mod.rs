@@ -1,0 +1,21 @@
+//! The agent: what a session does with a prompt. The turn loop (`turn.rs`:
+//! model stream, function calls through the session, responses back, step
+//! and loop limits), the prompt queue (`queue.rs`), the conversation
+//! history (`conversation.rs`) and what the model is sent back
+//! (`responses.rs`). Compression, hooks around the model and plan mode
+//! belong here too.
+//!
+//! It talks to its session only through [`TurnMsg`]s on the [`TurnLine`]
+//! the session hands each turn, and must never name the session's actor
+//! (session/ imports agent/, not the other way round). It writes nothing
+//! itself: every event and history entry goes through the actor.
+
+mod conversation;
+mod queue;
+mod responses;
+mod turn;
+
+pub use conversation::{AppendError, Conversation, MAX_HISTORY_PAGE};
+pub use queue::PromptQueue;
+pub use responses::{function_responses, not_run};
+pub use turn::{TurnEnd, TurnLimits, TurnLine, TurnMsg, TurnSpec, run};
