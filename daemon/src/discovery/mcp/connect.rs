@@ -352,7 +352,10 @@ async fn connect_inner(
             // The group exists from the spawn on; guard it before the
             // handshake so a failed handshake leaves nothing running.
             let group = child.id().map(ProcessGroup);
-            let child = ChildTransport::new(child, handler.0.clone()).map_err(spawn_error)?;
+            let hooks = handler.0.clone();
+            let report: super::stdio::ReportInvalid =
+                Arc::new(move |problem| hooks.report_invalid_json(problem));
+            let child = ChildTransport::new(child, report).map_err(spawn_error)?;
             let service = handler.serve(child).await.map_err(init)?;
             Ok(Connection { service, group })
         }

@@ -4,8 +4,9 @@
 //! rmcp skips a line that does not parse (as the other MCP SDKs do), so an
 //! answer to `tools/call` that is not JSON would leave the call waiting for
 //! its timeout (ten minutes by default) with nothing said. The watcher
-//! publishes such a line on [`Hooks::invalid_json`]; calls in flight on the
-//! server then fail at once, naming the server and quoting the line.
+//! reports such a line to the connection (`Hooks::invalid_json` in
+//! `connect.rs`); calls in flight on the server then fail at once, naming
+//! the server and quoting the line.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -17,7 +18,8 @@ use rmcp::transport::async_rw::{AsyncRwTransport, DEFAULT_MAX_LINE_LENGTH};
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
-use super::connect::Hooks;
+/// Where a line that is not JSON is reported (what was wrong with it).
+pub type ReportInvalid = Arc<dyn Fn(String) + Send + Sync>;
 
 /// How much of a bad line an error quotes.
 const QUOTE_CHARS: usize = 120;
@@ -31,7 +33,7 @@ pub struct ChildTransport {
 
 impl ChildTransport {
     /// Takes the child's stdin and stdout (both must be piped).
-    pub fn new(mut child: Child, hooks: Arc<Hooks>) -> std::io::Result<ChildTransport> {
+    pub fn new(mut child: Child, report: ReportInvalid) -> std::io::Result<ChildTransport> {
         let (Some(stdout), Some(stdin)) = (child.stdout.take(), child.stdin.take()) else {
             return Err(std::io::Error::other(
                 "the server's stdin and stdout are not pipes",
@@ -39,7 +41,7 @@ impl ChildTransport {
         };
         Ok(ChildTransport {
             _child: child,
-            inner: AsyncRwTransport::new_client(WatchJson::new(stdout, hooks), stdin),
+            inner: AsyncRwTransport::new_client(WatchJson::new(stdout, report), stdin),
         })
     }
 }
@@ -66,22 +68,22 @@ impl Transport<RoleClient> for ChildTransport {
 }
 
 /// Passes bytes through unchanged and checks each complete line: one that
-/// is not empty and not JSON is reported to the hooks.
+/// is not empty and not JSON is reported.
 pub struct WatchJson<R> {
     inner: R,
     line: Vec<u8>,
     /// The current line is too long to check (rmcp drops it anyway).
     skipping: bool,
-    hooks: Arc<Hooks>,
+    report: ReportInvalid,
 }
 
 impl<R> WatchJson<R> {
-    pub fn new(inner: R, hooks: Arc<Hooks>) -> WatchJson<R> {
+    pub fn new(inner: R, report: ReportInvalid) -> WatchJson<R> {
         WatchJson {
             inner,
             line: Vec::new(),
             skipping: false,
-            hooks,
+            report,
         }
     }
 
@@ -89,7 +91,7 @@ impl<R> WatchJson<R> {
         while let Some(end) = bytes.iter().position(|b| *b == b'\n') {
             if !self.skipping {
                 self.line.extend_from_slice(&bytes[..end]);
-                check_line(&self.line, &self.hooks);
+                check_line(&self.line, &*self.report);
             }
             self.line.clear();
             self.skipping = false;
@@ -107,7 +109,7 @@ impl<R> WatchJson<R> {
     }
 }
 
-fn check_line(line: &[u8], hooks: &Hooks) {
+fn check_line(line: &[u8], report: &(dyn Fn(String) + Send + Sync)) {
     let line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
     if line.trim_ascii().is_empty() {
         return;
@@ -118,7 +120,7 @@ fn check_line(line: &[u8], hooks: &Hooks) {
         if quote.len() < text.len() {
             quote.push_str("...");
         }
-        hooks.report_invalid_json(format!("{e}; the line was {quote:?}"));
+        report(format!("{e}; the line was {quote:?}"));
     }
 }
 
@@ -144,9 +146,11 @@ mod tests {
 
     #[test]
     fn only_lines_that_are_not_json_are_reported() {
-        let hooks = Arc::new(Hooks::default());
-        let mut seen = hooks.invalid_json.subscribe();
-        let mut w = WatchJson::new(tokio::io::empty(), hooks.clone());
+        let (tx, mut seen) = tokio::sync::watch::channel(None);
+        let report: ReportInvalid = Arc::new(move |problem| {
+            tx.send_replace(Some(problem));
+        });
+        let mut w = WatchJson::new(tokio::io::empty(), report);
         w.scan(b"{\"jsonrpc\":\"2.0\"}\n\n  \r\n\xef\xbb\xbf{}\n{\"a\":");
         assert!(!seen.has_changed().unwrap());
         w.scan(b"[1]}\n{\"split\":");

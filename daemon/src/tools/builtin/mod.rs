@@ -56,10 +56,10 @@ pub fn all(config: &crate::config::DaemonConfig) -> Vec<Arc<dyn Tool>> {
         Arc::new(ListDirectoryTool::new()),
         Arc::new(ReplaceTool::new()),
         Arc::new(ReadManyFilesTool::new()),
-        Arc::new(shell::ShellTool::new(shell::ShellConfig {
+        Arc::new(shell::ShellTool::new(shell_exec::ShellConfig {
             spill_dir: config.data_dir.join("shell-output"),
             timeout: config.shell_timeout,
-            ..shell::ShellConfig::default()
+            ..shell_exec::ShellConfig::default()
         })),
         Arc::new(grep::GrepTool::default()),
         Arc::new(glob::GlobTool::default()),

@@ -13,7 +13,6 @@
 //!   to any group a descendant moved to, then SIGKILL after a grace period.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -26,7 +25,7 @@ use super::contract::{
 };
 use super::params::parse;
 use super::path::{display_relative, resolve_in_workspace};
-use super::shell_exec::{Ended, Outcome, run_wrapped};
+use super::shell_exec::{Ended, Outcome, ShellConfig, run_wrapped};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -36,27 +35,6 @@ struct ShellParams {
     description: Option<String>,
     #[serde(default)]
     directory: Option<String>,
-}
-
-/// Limits for shell calls.
-#[derive(Debug, Clone)]
-pub struct ShellConfig {
-    /// Wall-clock limit for one command.
-    pub timeout: Duration,
-    /// Output beyond this many bytes is cut (head and tail kept) for the model.
-    pub output_cap_bytes: usize,
-    /// Where the full text of over-long output is saved.
-    pub spill_dir: PathBuf,
-}
-
-impl Default for ShellConfig {
-    fn default() -> Self {
-        ShellConfig {
-            timeout: Duration::from_secs(600),
-            output_cap_bytes: 64 * 1024,
-            spill_dir: std::env::temp_dir().join("geminid-shell-output"),
-        }
-    }
 }
 
 pub struct ShellTool {

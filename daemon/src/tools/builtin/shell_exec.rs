@@ -3,7 +3,7 @@
 
 use std::os::fd::OwnedFd;
 use std::os::unix::process::ExitStatusExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -13,11 +13,31 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 
 use super::contract::{OutputSink, ToolError};
-use super::shell::ShellConfig;
 use super::shell_output::{Collected, Collector, Decoder};
 use super::shell_proc::{
     MARKER_VAR, new_marker, parse_background_pids, shell_quote, terminate_tree,
 };
+
+/// Limits for shell calls.
+#[derive(Debug, Clone)]
+pub struct ShellConfig {
+    /// Wall-clock limit for one command.
+    pub timeout: Duration,
+    /// Output beyond this many bytes is cut (head and tail kept) for the model.
+    pub output_cap_bytes: usize,
+    /// Where the full text of over-long output is saved.
+    pub spill_dir: PathBuf,
+}
+
+impl Default for ShellConfig {
+    fn default() -> Self {
+        ShellConfig {
+            timeout: Duration::from_secs(600),
+            output_cap_bytes: 64 * 1024,
+            spill_dir: std::env::temp_dir().join("geminid-shell-output"),
+        }
+    }
+}
 
 /// Streamed deltas are sent at most this often...
 const FLUSH_INTERVAL: Duration = Duration::from_millis(100);
