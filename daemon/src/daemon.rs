@@ -60,6 +60,10 @@ impl Daemon {
             model: model.clone(),
             memory: memory.clone(),
             turn_limits: config.turn_limits,
+            guard: Arc::new(crate::safety::Guard::new(
+                crate::safety::ProtectedPaths::discover(&crate::safety::DaemonPaths::of(&config)),
+            )),
+            user_settings: config.user_gemini_dir.join("settings.json"),
         });
         // Status changes go to the daemon's sessions, which exist only once
         // the daemon does: the callback finds it through a late-set weak link.

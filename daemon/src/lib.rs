@@ -14,6 +14,7 @@ pub mod memory;
 pub mod model;
 pub mod policy;
 pub mod rpc;
+pub mod safety;
 pub mod scheduler;
 pub mod server;
 pub mod session;

@@ -32,9 +32,13 @@ pub trait GeminidApi {
     #[method(name = "daemon.shutdown", param_kind = map)]
     async fn shutdown(&self) -> RpcResult<Ack>;
 
-    /// `session.create {cwd, approvalMode?, title?, interactive?}`: a new
-    /// session rooted at `cwd` (an existing directory). Returns its info,
-    /// whose `sessionId` names it from then on.
+    /// `session.create {cwd, approvalMode?, title?, interactive?, force?}`:
+    /// a new session rooted at `cwd` (an existing directory). The directory
+    /// is pinned: the session keeps working in it whatever its path later
+    /// names, and is not loaded again if the path comes to name another
+    /// directory. Roots no one means (`/`, anything under `/proc`, `/sys`
+    /// or `/dev`) are refused unless `force` is true. Returns the session's
+    /// info, whose `sessionId` names it from then on.
     #[method(name = "session.create", param_kind = map)]
     async fn create_session(
         &self,
@@ -42,6 +46,7 @@ pub trait GeminidApi {
         #[argument(rename = "approvalMode")] approval_mode: Option<ApprovalMode>,
         title: Option<String>,
         interactive: Option<bool>,
+        force: Option<bool>,
     ) -> RpcResult<SessionInfo>;
 
     /// `session.list`: every stored session, newest first.

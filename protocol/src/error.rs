@@ -27,6 +27,10 @@ pub const SESSION_NOT_FOUND: i32 = -32010;
 pub const CALL_NOT_FOUND: i32 = -32011;
 /// No tool with that name.
 pub const TOOL_NOT_FOUND: i32 = -32012;
+/// A stored session's workspace directory was replaced (its path no
+/// longer names the directory, by device and inode, the session was
+/// created in): the session is not loaded.
+pub const WORKSPACE_CHANGED: i32 = -32013;
 /// The daemon is shutting down and accepts no new work.
 pub const SHUTTING_DOWN: i32 = -32020;
 /// No model is configured, or the configuration is incomplete.

@@ -711,6 +711,8 @@ async fn store_commit(n: usize) -> (Stats, Stats, Stats) {
             approval_mode: geminid::policy::ApprovalMode::Default,
             interactive: true,
             created_at: 0,
+            root_dev: None,
+            root_ino: None,
         })
         .expect("put_session");
     // About the size of a read_file toolCall event.

@@ -77,6 +77,7 @@ async fn overhead(n: usize) -> Vec<(String, String, String, bool)> {
             Some(geminid_protocol::session::ApprovalMode::Yolo),
             None,
             None,
+            None,
         )
         .await
         .unwrap()

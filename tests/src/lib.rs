@@ -384,6 +384,7 @@ pub async fn yolo_session(client: &Client, workspace: &Path) -> String {
             Some(geminid_protocol::session::ApprovalMode::Yolo),
             None,
             None,
+            None,
         )
         .await
         .expect("session.create")
@@ -393,7 +394,7 @@ pub async fn yolo_session(client: &Client, workspace: &Path) -> String {
 /// Creates a session rooted at the daemon's workspace.
 pub async fn new_session(client: &Client, workspace: &Path) -> String {
     client
-        .create_session(workspace.display().to_string(), None, None, None)
+        .create_session(workspace.display().to_string(), None, None, None, None)
         .await
         .expect("session.create")
         .session_id

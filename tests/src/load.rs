@@ -271,6 +271,7 @@ async fn one_client(d: &Shared, n: usize, calls: usize) -> ClientOutcome {
             Some(ApprovalMode::Yolo),
             None,
             Some(false),
+            None,
         )
         .await
     {

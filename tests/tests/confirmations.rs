@@ -24,7 +24,13 @@ impl Fixture {
         let d = TestDaemon::start();
         let c = d.client().await;
         let session = c
-            .create_session(d.workspace.display().to_string(), mode, None, interactive)
+            .create_session(
+                d.workspace.display().to_string(),
+                mode,
+                None,
+                interactive,
+                None,
+            )
             .await
             .unwrap()
             .session_id;

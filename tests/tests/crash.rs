@@ -212,6 +212,7 @@ async fn kill_9_at_random_moments_loses_nothing_and_interrupts_open_calls() {
                 Some(ApprovalMode::Yolo),
                 None,
                 Some(false),
+                None,
             )
             .await
             .unwrap();

@@ -209,6 +209,7 @@ async fn fixture() -> Fixture {
             Some(ApprovalMode::Yolo),
             None,
             None,
+            None,
         )
         .await
         .unwrap()

@@ -287,6 +287,7 @@ async fn trusted_server_needs_no_confirmation_and_shutdown_kills_servers() {
             Some(ApprovalMode::Default),
             None,
             Some(true),
+            None,
         )
         .await
         .unwrap()

@@ -115,6 +115,7 @@ async fn fault_and_recover(
             Some(ApprovalMode::Yolo),
             None,
             None,
+            None,
         )
         .await
         .unwrap()

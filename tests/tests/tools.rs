@@ -45,6 +45,7 @@ impl Bench {
                 Some(ApprovalMode::Yolo),
                 None,
                 None,
+                None,
             )
             .await
             .expect("session.create")

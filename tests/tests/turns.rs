@@ -37,7 +37,13 @@ impl Turns {
         fake.set_var("WS", &d.workspace.display().to_string());
         let c = d.client().await;
         let session = c
-            .create_session(d.workspace.display().to_string(), None, None, interactive)
+            .create_session(
+                d.workspace.display().to_string(),
+                None,
+                None,
+                interactive,
+                None,
+            )
             .await
             .unwrap()
             .session_id;

@@ -54,6 +54,7 @@ pub async fn prompt(ctx: &Ctx, args: PromptArgs) -> Outcome {
                     args.mode,
                     None,
                     Some(args.interactive),
+                    None,
                 )
                 .await?
         }

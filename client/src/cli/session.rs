@@ -24,6 +24,9 @@ pub enum SessionCommand {
         /// Deny instead of asking when a call needs approval
         #[arg(long)]
         non_interactive: bool,
+        /// Accept a workspace no one normally means (/, or under /proc, /sys, /dev)
+        #[arg(long)]
+        force: bool,
     },
     /// List sessions, newest first
     #[command(after_help = super::examples::SESSION_LIST)]
@@ -44,6 +47,7 @@ pub async fn run(ctx: &Ctx, cmd: SessionCommand) -> Outcome {
             mode,
             title,
             non_interactive,
+            force,
         } => {
             let cwd = match cwd {
                 Some(cwd) => cwd,
@@ -59,6 +63,7 @@ pub async fn run(ctx: &Ctx, cmd: SessionCommand) -> Outcome {
                     Some(mode),
                     title,
                     Some(!non_interactive),
+                    Some(force),
                 )
                 .await?;
             if ctx.json {

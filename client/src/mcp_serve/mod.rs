@@ -50,6 +50,7 @@ pub async fn run(socket: &Path, args: ServeArgs) -> Outcome {
                     args.mode,
                     Some("MCP server".to_owned()),
                     Some(!args.non_interactive),
+                    None,
                 )
                 .await?;
             eprintln!(

@@ -14,6 +14,7 @@ impl From<SessionError> for ErrorObjectOwned {
         let code = match &error {
             SessionError::NotFound(_) => code::SESSION_NOT_FOUND,
             SessionError::CallNotFound(_) => code::CALL_NOT_FOUND,
+            SessionError::RootChanged { .. } => code::WORKSPACE_CHANGED,
             SessionError::InvalidCwd { .. } | SessionError::InvalidParams(_) => {
                 code::INVALID_PARAMS
             }

@@ -108,6 +108,7 @@ impl GeminidApiServer for RpcHandler {
         approval_mode: Option<ApprovalMode>,
         title: Option<String>,
         interactive: Option<bool>,
+        force: Option<bool>,
     ) -> RpcResult<SessionInfo> {
         let handle = self
             .daemon
@@ -117,6 +118,7 @@ impl GeminidApiServer for RpcHandler {
                 approval_mode: wire::approval_mode_from(approval_mode.unwrap_or_default()),
                 title,
                 interactive: interactive.unwrap_or(true),
+                force: force.unwrap_or(false),
             })
             .await?;
         let info = self.info(&handle).await?;

@@ -36,11 +36,13 @@ pub enum Prepared {
         locations: Vec<ToolLocation>,
         decided_by: String,
     },
-    /// A person must approve the call first.
+    /// A person must approve the call first. `decided_by` says why when a
+    /// check stricter than the policy asked (shown while it waits).
     Ask {
         description: String,
         locations: Vec<ToolLocation>,
         details: ConfirmationDetails,
+        decided_by: Option<String>,
     },
 }
 
@@ -141,9 +143,11 @@ impl Scheduler {
                 description,
                 locations,
                 details,
+                decided_by,
             } => {
                 call.description = Some(description);
                 call.locations = locations;
+                call.decided_by = decided_by;
                 call.state = CallState::AwaitingApproval(details);
                 vec![publish(call)]
             }

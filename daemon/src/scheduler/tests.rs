@@ -17,6 +17,7 @@ fn allowed() -> Prepared {
 
 fn ask() -> Prepared {
     Prepared::Ask {
+        decided_by: None,
         description: "d".into(),
         locations: vec![],
         details: ConfirmationDetails::Info {

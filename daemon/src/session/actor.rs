@@ -22,7 +22,7 @@ use super::handle::{Command, SessionHandle, Subscription, Waiter};
 use crate::agent::{Conversation, PromptQueue, TurnLimits, TurnMsg};
 use crate::scheduler::{CallState, Effect, Scheduler, ToolCall};
 use crate::store::{Append, Published, SessionRecord, Store};
-use crate::tools::{ToolContext, ToolInvocation, ToolRegistry};
+use crate::tools::{PinnedRoot, ToolContext, ToolInvocation, ToolRegistry, ToolSettings};
 use crate::wire;
 
 /// What the waiters of a call about to retire get: its final `toolCall`
@@ -78,6 +78,10 @@ pub struct ActorDeps {
     /// GEMINI.md memory per workspace.
     pub memory: Arc<crate::memory::MemoryCache>,
     pub turn_limits: TurnLimits,
+    /// The safety checks applied after the policy.
+    pub guard: Arc<crate::safety::Guard>,
+    /// The user's settings file, read for each session's tool settings.
+    pub user_settings: std::path::PathBuf,
 }
 
 pub(super) struct Actor {
@@ -110,20 +114,28 @@ pub(super) struct Actor {
     pub(super) stopping: bool,
 }
 
-/// Starts the actor for `record` and returns its handle. A `fresh` session
-/// starts its log with `sessionCreated`; a stored one first marks the calls a
-/// previous run left open as interrupted.
+/// Starts the actor for `record`, working in `root` (pinned by the
+/// manager), and returns its handle. A `fresh` session starts its log with
+/// `sessionCreated`; a stored one first marks the calls a previous run left
+/// open as interrupted.
 pub fn spawn(
-    record: SessionRecord,
+    mut record: SessionRecord,
+    root: PinnedRoot,
     fresh: bool,
     deps: ActorDeps,
     tracker: &TaskTracker,
     parent: &CancellationToken,
 ) -> Result<SessionHandle, super::SessionError> {
-    let ctx = ToolContext::new(&record.cwd).map_err(|e| super::SessionError::InvalidCwd {
-        cwd: record.cwd.clone(),
-        reason: e.to_string(),
-    })?;
+    // A record from before roots were pinned learns its root now.
+    let id = root.id();
+    let first_pin = record.root_dev != Some(id.dev) || record.root_ino != Some(id.ino);
+    record.root_dev = Some(id.dev);
+    record.root_ino = Some(id.ino);
+    let (settings, problems) = ToolSettings::load(&deps.user_settings);
+    for problem in problems {
+        tracing::warn!(session = %record.id, "settings: {problem}");
+    }
+    let ctx = ToolContext::pinned(root, Vec::new(), settings);
     let last_seq = deps.store.last_seq(&record.id)?;
     let interrupted = deps.store.open_calls(&record.id)?;
     let pending_prompts = deps.store.pending_prompts(&record.id)?;
@@ -165,6 +177,8 @@ pub fn spawn(
                 title: actor.record.title.clone(),
             });
             // The record goes into the same durable batch as its first event.
+            actor.pending.record = Some(actor.record.clone());
+        } else if first_pin {
             actor.pending.record = Some(actor.record.clone());
         }
         actor.recover(interrupted);

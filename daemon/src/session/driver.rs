@@ -267,8 +267,21 @@ impl Actor {
             self.record.interactive,
             &self.allowlist,
         );
-        let decision = verdict.decision;
-        let reason = explain(&verdict);
+        // The safety checks only ever make the policy's decision stricter.
+        let facts = crate::safety::CallFacts {
+            tool_name: &call.name,
+            tool_kind: tool.tool.kind(),
+            args: &call.args,
+            locations: invocation.locations().into_iter().map(|l| l.path).collect(),
+            root: &self.ctx.workspace_root,
+            interactive: self.record.interactive,
+        };
+        let stricter = self.deps.guard.check(&facts, verdict.decision);
+        let (decision, reason) = match &stricter {
+            Some(safety) => (safety.decision, safety.explain()),
+            None => (verdict.decision, explain(&verdict)),
+        };
+        let asked_by = stricter.map(|_| reason.clone());
         match decision {
             Decision::Allow => {
                 let prepared = Prepared::Allowed {
@@ -294,6 +307,7 @@ impl Actor {
                             description: invocation.description(),
                             locations: invocation.locations(),
                             details,
+                            decided_by: asked_by,
                         },
                         Err(e) => Prepared::Invalid(e.into()),
                     };

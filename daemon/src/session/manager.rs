@@ -13,6 +13,7 @@ use super::actor::{self, ActorDeps};
 use super::handle::SessionHandle;
 use crate::policy::ApprovalMode;
 use crate::store::{self, SessionRecord};
+use crate::tools::root::{self, PinnedRoot, RootError, RootId};
 
 pub struct SessionManager {
     deps: ActorDeps,
@@ -27,6 +28,8 @@ pub struct NewSession {
     pub approval_mode: ApprovalMode,
     pub title: Option<String>,
     pub interactive: bool,
+    /// Accept a root no one normally means (`/`, `/proc/...`).
+    pub force: bool,
 }
 
 impl SessionManager {
@@ -54,15 +57,30 @@ impl SessionManager {
                 reason: "it must be an absolute path".to_owned(),
             });
         }
-        let canonical = cwd.canonicalize().map_err(|e| SessionError::InvalidCwd {
+        let invalid = |reason: String| SessionError::InvalidCwd {
             cwd: new.cwd.clone(),
-            reason: e.to_string(),
-        })?;
+            reason,
+        };
+        let canonical = cwd.canonicalize().map_err(|e| invalid(e.to_string()))?;
         if !canonical.is_dir() {
-            return Err(SessionError::InvalidCwd {
-                cwd: new.cwd.clone(),
-                reason: "it is not a directory".to_owned(),
-            });
+            return Err(invalid("it is not a directory".to_owned()));
+        }
+        if !new.force
+            && let Some(why) = root::unmeant_root(&canonical)
+        {
+            return Err(invalid(format!(
+                "{why}; no workspace is meant to be there (pass force to use it anyway)"
+            )));
+        }
+        // Pinned now, and worked in from now on, whatever the path later
+        // names (see `tools/root.rs`).
+        let root = PinnedRoot::open(&canonical).map_err(|e| invalid(e.to_string()))?;
+        if !new.force
+            && let Some(why) = root::unmeant_file_system(&root)
+        {
+            return Err(invalid(format!(
+                "{why}; no workspace is meant to be there (pass force to use it anyway)"
+            )));
         }
         let record = SessionRecord {
             id: store::new_session_id(),
@@ -71,10 +89,12 @@ impl SessionManager {
             approval_mode: new.approval_mode,
             interactive: new.interactive,
             created_at: crate::now_ms(),
+            root_dev: Some(root.id().dev),
+            root_ino: Some(root.id().ino),
         };
         // The actor writes the record with its first event and flushes both
         // before it answers anything, so a created session survives kill -9.
-        self.start(record, true)
+        self.start(record, Some(root), true)
     }
 
     /// The live handle of a session, starting its actor if needed.
@@ -93,18 +113,32 @@ impl SessionManager {
             .store
             .get_session(id)?
             .ok_or_else(|| SessionError::NotFound(id.to_owned()))?;
-        self.start(record, false)
+        self.start(record, None, false)
     }
 
-    fn start(&self, record: SessionRecord, fresh: bool) -> Result<SessionHandle, SessionError> {
+    /// Starts the actor of `record` in `root`, or for a stored session in
+    /// its root pinned again: the directory it was created in, checked by
+    /// device and inode (a record older than that check is pinned as it is
+    /// now).
+    fn start(
+        &self,
+        record: SessionRecord,
+        root: Option<PinnedRoot>,
+        fresh: bool,
+    ) -> Result<SessionHandle, SessionError> {
         let mut live = self.lock();
         // Another request may have started it meanwhile.
         if let Some(handle) = live.get(&record.id).filter(|h| !h.is_stopped()) {
             return Ok(handle.clone());
         }
+        let root = match root {
+            Some(root) => root,
+            None => repin(&record)?,
+        };
         let id = record.id.clone();
         let handle = actor::spawn(
             record,
+            root,
             fresh,
             self.deps.clone(),
             &self.tracker,
@@ -199,4 +233,24 @@ impl SessionManager {
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionHandle>> {
         self.live.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// Pins a stored session's root again, refusing a directory that is not
+/// the one the session was created in.
+fn repin(record: &SessionRecord) -> Result<PinnedRoot, SessionError> {
+    let path = std::path::Path::new(&record.cwd);
+    let pinned = match (record.root_dev, record.root_ino) {
+        (Some(dev), Some(ino)) => PinnedRoot::reopen(path, RootId { dev, ino }),
+        _ => PinnedRoot::open(path),
+    };
+    pinned.map_err(|e| match e {
+        RootError::Replaced { .. } => SessionError::RootChanged {
+            id: record.id.clone(),
+            reason: e.to_string(),
+        },
+        RootError::Open { .. } => SessionError::InvalidCwd {
+            cwd: record.cwd.clone(),
+            reason: e.to_string(),
+        },
+    })
 }

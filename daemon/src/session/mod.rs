@@ -30,6 +30,10 @@ pub enum SessionError {
     InvalidCwd { cwd: String, reason: String },
     #[error("{0}")]
     InvalidParams(String),
+    #[error(
+        "session `{id}` cannot be loaded: {reason}; its workspace is gone (delete the session, or put the directory back)"
+    )]
+    RootChanged { id: String, reason: String },
     #[error("session `{0}` has stopped (the daemon is shutting down)")]
     Stopped(String),
     #[error("the daemon is shutting down")]

@@ -221,6 +221,8 @@ mod tests {
             approval_mode: crate::policy::ApprovalMode::Default,
             interactive: false,
             created_at: 0,
+            root_dev: None,
+            root_ino: None,
         };
         let mut first = append(&[1]);
         first.record = Some(record("old"));

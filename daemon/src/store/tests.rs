@@ -15,6 +15,8 @@ fn record(id: &str) -> SessionRecord {
         approval_mode: crate::policy::ApprovalMode::Default,
         interactive: true,
         created_at: 1,
+        root_dev: None,
+        root_ino: None,
     }
 }
 

@@ -39,6 +39,13 @@ pub struct SessionRecord {
     pub approval_mode: crate::policy::ApprovalMode,
     pub interactive: bool,
     pub created_at: u64,
+    /// Which directory `cwd` was when the session was created (device and
+    /// inode): a session is loaded only while `cwd` still names it.
+    /// Records written before it was kept have none; the first load pins it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_dev: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root_ino: Option<u64>,
 }
 
 /// An event as stored and broadcast: its seq and its wire JSON. Shared

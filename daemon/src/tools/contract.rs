@@ -15,6 +15,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use super::root::PinnedRoot;
+pub use super::settings::ToolSettings;
+
 /// What a tool does, which decides how the default policy treats it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -228,18 +231,65 @@ pub enum ConfirmationDetails {
     },
 }
 
-/// The session-independent facts a tool needs to build and run a call.
+/// The session's facts a tool needs to build and run a call: its pinned
+/// roots and the settings that shape file access.
 #[derive(Debug, Clone)]
 pub struct ToolContext {
-    /// The session's workspace root, canonical (symlinks resolved).
+    /// The primary root's path, canonical (symlinks resolved) when pinned.
     pub workspace_root: PathBuf,
+    /// Every root, the primary first (then include directories).
+    roots: Vec<PinnedRoot>,
+    pub settings: ToolSettings,
 }
 
 impl ToolContext {
+    /// Pins `workspace_root` (canonicalized first) with default settings.
     pub fn new(workspace_root: impl AsRef<Path>) -> std::io::Result<Self> {
-        Ok(ToolContext {
-            workspace_root: workspace_root.as_ref().canonicalize()?,
-        })
+        let canonical = workspace_root.as_ref().canonicalize()?;
+        let root = PinnedRoot::open(&canonical).map_err(std::io::Error::other)?;
+        Ok(Self::pinned(root, Vec::new(), ToolSettings::default()))
+    }
+
+    /// A context over roots pinned by the caller: `primary`, then `extra`
+    /// (include directories).
+    pub fn pinned(primary: PinnedRoot, extra: Vec<PinnedRoot>, settings: ToolSettings) -> Self {
+        let mut roots = vec![primary];
+        roots.extend(extra);
+        ToolContext {
+            workspace_root: roots[0].path().to_path_buf(),
+            roots,
+            settings,
+        }
+    }
+
+    /// The primary root.
+    pub fn root(&self) -> &PinnedRoot {
+        &self.roots[0]
+    }
+
+    pub fn roots(&self) -> &[PinnedRoot] {
+        &self.roots
+    }
+
+    /// The root `raw` is spelled under (the deepest, when roots nest), else
+    /// the primary one, whose resolution then explains the refusal.
+    pub fn root_for(&self, raw: &str) -> &PinnedRoot {
+        let path = Path::new(raw);
+        self.roots
+            .iter()
+            .filter(|r| r.contains(path))
+            .max_by_key(|r| r.path().as_os_str().len())
+            .unwrap_or(&self.roots[0])
+    }
+
+    /// Resolves the path argument `raw` (named `param`) in the root it is
+    /// spelled under ([`super::path::resolve_in_workspace`]) and refuses
+    /// the paths no file tool touches ([`super::sensitive`]).
+    pub fn resolve(&self, raw: &str, param: &str) -> Result<(PinnedRoot, PathBuf), ToolError> {
+        let root = self.root_for(raw);
+        let path = super::path::resolve_in_workspace(root, raw, param)?;
+        super::sensitive::refuse_sensitive(root.path(), &path, param)?;
+        Ok((root.clone(), path))
     }
 }
 

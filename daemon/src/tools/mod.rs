@@ -1,15 +1,20 @@
-//! Tools: the contract every tool implements, the registry, workspace path
-//! confinement, argument validation and the built-in tools.
+//! Tools: the contract every tool implements, the registry, pinned
+//! workspace roots and path confinement, the paths no tool touches,
+//! argument validation and the built-in tools.
 
 pub mod builtin;
 pub mod contract;
 pub mod declarations;
 pub mod path;
 pub mod registry;
+pub mod root;
 pub mod schema;
+pub mod sensitive;
+pub mod settings;
 
 pub use contract::{
-    ConfirmationDetails, ContentPart, FileDiff, OutputSink, Tool, ToolContext, ToolDisplay,
-    ToolError, ToolErrorKind, ToolInvocation, ToolKind, ToolLocation, ToolResult, ToolSource,
+    ConfirmationDetails, ContentPart, FileDiff, OutputSink, PinnedRoot, Tool, ToolContext,
+    ToolDisplay, ToolError, ToolErrorKind, ToolInvocation, ToolKind, ToolLocation, ToolResult,
+    ToolSettings, ToolSource,
 };
 pub use registry::ToolRegistry;

@@ -1,18 +1,54 @@
 //! Workspace confinement: every path a tool touches must be absolute and,
-//! after resolving symlinks and `..`, inside the session's workspace root.
+//! after resolving symlinks and `..`, inside one of the session's pinned
+//! roots ([`PinnedRoot`]). Resolution and every open start from the
+//! root's descriptor, never from its path, so replacing the workspace
+//! directory (or any directory in it) with a symlink cannot lead a tool
+//! outside.
 
-use std::ffi::OsStr;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::collections::VecDeque;
+use std::ffi::{OsStr, OsString};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 
-use rustix::fs::{Mode, OFlags};
+use rustix::fs::{FileType, Mode, OFlags, ResolveFlags};
+use rustix::io::Errno;
 
 use super::contract::{ToolError, ToolErrorKind};
+pub use super::root::PinnedRoot;
 
-/// Resolves `raw` (a path argument named `param`) against `root`, which must
-/// be canonical. The result is canonical for the part that exists, with the
-/// not-yet-existing tail appended, and is guaranteed to lie inside `root`.
-pub fn resolve_in_workspace(root: &Path, raw: &str, param: &str) -> Result<PathBuf, ToolError> {
+/// How many symlinks one resolution may follow (Linux's own limit).
+const MAX_LINKS: usize = 40;
+
+/// Resolves `raw` (a path argument named `param`) in `root`. The result is
+/// spelled under the root's path, canonical for the part that exists (no
+/// symlink, `.` or `..`), with a not-yet-existing tail appended.
+pub fn resolve_in_workspace(
+    root: &PinnedRoot,
+    raw: &str,
+    param: &str,
+) -> Result<PathBuf, ToolError> {
+    check_spelling(raw, param)?;
+    let refuse = |why: String| ToolError::new(ToolErrorKind::PathNotAllowed, why);
+    let rel = relative_to(root, raw).ok_or_else(|| {
+        refuse(format!(
+            "`{param}` {raw} is outside the workspace root {}",
+            root.path().display()
+        ))
+    })?;
+    let must_be_dir = raw.ends_with('/') || raw.ends_with("/.");
+    let walked = walk(root, &rel, must_be_dir).map_err(|e| match e.kind() {
+        std::io::ErrorKind::PermissionDenied => refuse(format!(
+            "`{param}` {raw} resolves outside the workspace root {}",
+            root.path().display()
+        )),
+        _ => refuse(format!("cannot resolve `{param}` {raw}: {e}")),
+    })?;
+    Ok(join_root(root, &walked.rel))
+}
+
+/// The checks every path argument gets before it is looked at.
+fn check_spelling(raw: &str, param: &str) -> Result<(), ToolError> {
     if raw.is_empty() {
         return Err(ToolError::invalid(format!("`{param}` must not be empty")));
     }
@@ -21,111 +57,57 @@ pub fn resolve_in_workspace(root: &Path, raw: &str, param: &str) -> Result<PathB
             "`{param}` must not contain a NUL byte"
         )));
     }
-    let path = Path::new(raw);
-    if !path.is_absolute() {
+    if !Path::new(raw).is_absolute() {
         return Err(ToolError::new(
             ToolErrorKind::PathNotAllowed,
             format!("`{param}` must be an absolute path, got relative path: {raw}"),
         ));
     }
-    if let Some(plain) = plain_existing(root, path) {
-        return Ok(plain);
+    Ok(())
+}
+
+/// `raw` relative to the root. A path spelled under the root's name is
+/// taken as it is (its `..` are resolved below, from the descriptor). Any
+/// other spelling (through a symlink elsewhere that leads into the
+/// workspace) is resolved by the kernel first and must land under the
+/// root's name; it is then resolved again from the descriptor.
+fn relative_to(root: &PinnedRoot, raw: &str) -> Option<PathBuf> {
+    let path = Path::new(raw);
+    if let Some(rel) = root.rel(path) {
+        return Some(rel.to_path_buf());
     }
-    let resolved = resolve_existing_prefix(path).map_err(|e| {
-        ToolError::new(
-            ToolErrorKind::PathNotAllowed,
-            format!("cannot resolve `{param}` {raw}: {e}"),
-        )
-    })?;
-    if !resolved.starts_with(root) {
-        return Err(ToolError::new(
-            ToolErrorKind::PathNotAllowed,
-            format!(
-                "`{param}` {raw} resolves to {} which is outside the workspace root {}",
-                resolved.display(),
-                root.display()
-            ),
-        ));
+    // `/proc` spellings (`/proc/self/root/...`, `/proc/N/cwd/...`) go
+    // through magic links; they are never taken for a workspace path.
+    if path.starts_with("/proc") {
+        return None;
     }
-    Ok(resolved)
+    let resolved = canonical_prefix(path).ok()?;
+    root.rel(&resolved).map(Path::to_path_buf)
 }
 
-/// The common case, decided without `realpath`'s `readlink` per component:
-/// `path` is spelled under `root` with plain names only (no `.` or `..`) and
-/// exists with no symlink anywhere on its way, which one `openat2` with
-/// `RESOLVE_NO_SYMLINKS` checks. Such a path is its own canonical form and
-/// lies inside `root`. `None` sends the caller to the full resolution.
-fn plain_existing(root: &Path, path: &Path) -> Option<PathBuf> {
-    let rel = plain_relative(root, path)?;
-    open_plain(path, OFlags::PATH).ok()?;
-    // `join("")` would add a trailing slash.
-    Some(if rel.as_os_str().is_empty() {
-        root.to_path_buf()
-    } else {
-        root.join(rel)
-    })
-}
-
-/// `path` relative to `root` when it is spelled under `root` with plain
-/// names only; the result has no doubled or trailing slashes.
-fn plain_relative(root: &Path, path: &Path) -> Option<PathBuf> {
-    let rel = path.strip_prefix(root).ok()?;
-    rel.components()
-        .map(|c| match c {
-            Component::Normal(name) => Some(name),
-            _ => None,
-        })
-        .collect()
-}
-
-/// Opens `path` only if no component of it is a symlink (the kernel checks
-/// each one, so nothing swapped in between can redirect the open).
-fn open_plain(path: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
-    use rustix::fs::ResolveFlags;
-    Ok(rustix::fs::openat2(
-        rustix::fs::CWD,
-        path,
-        flags | OFlags::CLOEXEC,
-        Mode::empty(),
-        ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
-    )?)
-}
-
-/// Canonicalizes the longest existing ancestor of `path` and appends the
-/// rest. The rest may not contain `..` (it cannot be resolved against a
-/// directory that does not exist, and would let a path climb out).
-fn resolve_existing_prefix(path: &Path) -> std::io::Result<PathBuf> {
+/// Canonicalizes the longest existing ancestor of `path` (outside any
+/// root) and appends the rest, which must not contain `..`.
+fn canonical_prefix(path: &Path) -> std::io::Result<PathBuf> {
     let mut existing = path.to_path_buf();
-    let mut tail: Vec<std::ffi::OsString> = Vec::new();
+    let mut tail: Vec<OsString> = Vec::new();
     loop {
         match existing.canonicalize() {
-            Ok(canonical) => {
-                let mut out = canonical;
-                for part in tail.iter().rev() {
-                    out.push(part);
-                }
+            Ok(mut out) => {
+                out.extend(tail.iter().rev());
                 return Ok(out);
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                // A dangling symlink must not be treated as "not existing yet":
-                // writing through it would create its target, wherever it points.
-                if existing.symlink_metadata().is_ok() {
-                    return Err(std::io::Error::other(
-                        "it is a symlink whose target does not exist",
-                    ));
+                if existing.symlink_metadata().is_ok()
+                    || matches!(
+                        existing.components().next_back(),
+                        Some(Component::ParentDir)
+                    )
+                {
+                    return Err(e);
                 }
-                let Some(name) = existing.file_name().map(|n| n.to_os_string()) else {
+                let Some(name) = existing.file_name().map(OsStr::to_os_string) else {
                     return Err(e);
                 };
-                if existing
-                    .components()
-                    .next_back()
-                    .is_some_and(|c| matches!(c, Component::ParentDir))
-                {
-                    return Err(std::io::Error::other(
-                        "`..` after a directory that does not exist",
-                    ));
-                }
                 tail.push(name);
                 if !existing.pop() {
                     return Err(e);
@@ -136,170 +118,307 @@ fn resolve_existing_prefix(path: &Path) -> std::io::Result<PathBuf> {
     }
 }
 
-/// An error for a path that turned out to lead outside the root when it
-/// was opened (a symlink swapped in after the check).
-fn outside(what: &str) -> std::io::Error {
-    std::io::Error::new(
-        std::io::ErrorKind::PermissionDenied,
-        format!("{what}: it leads outside the workspace root"),
-    )
+fn join_root(root: &PinnedRoot, rel: &Path) -> PathBuf {
+    // `join("")` would add a trailing slash.
+    if rel.as_os_str().is_empty() {
+        root.path().to_path_buf()
+    } else {
+        root.path().join(rel)
+    }
 }
 
-/// Opens `path`, which must lie inside `root` (both canonical), following
-/// no symlink below `root`: each component is opened with `O_NOFOLLOW`
-/// relative to its parent's descriptor. A symlink swapped in after the path
-/// was checked fails the open instead of leading out of the workspace, so
-/// what is opened is exactly the checked path. `flags` are for the last
-/// component; `O_NOFOLLOW` and `O_CLOEXEC` are added.
-pub fn open_beneath(root: &Path, path: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
-    let rel = path
-        .strip_prefix(root)
-        .map_err(|_| outside(&path.display().to_string()))?;
-    let mut names: Vec<&OsStr> = Vec::new();
-    for c in rel.components() {
-        match c {
-            Component::Normal(n) => names.push(n),
-            Component::CurDir => {}
-            _ => return Err(outside(&path.display().to_string())),
+/// Where a relative path leads below a root.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Walked {
+    /// Canonical: plain names only.
+    pub rel: PathBuf,
+    /// Whether all of it exists (else the last names are still to create).
+    pub exists: bool,
+}
+
+/// One step still to take.
+enum Step {
+    Cur,
+    Parent,
+    Name(OsString),
+}
+
+/// Resolves `rel` below `root`, one component at a time from the root's
+/// descriptor: each name is opened (`O_PATH | O_NOFOLLOW`) relative to its
+/// parent's descriptor, symlinks are read and their targets walked the same
+/// way, and `..` goes back to the parent walked through. Nothing can make a
+/// step leave the root: `..` at the root, an absolute symlink target not
+/// spelled under the root's path, and a dangling symlink (writing through
+/// it would create its target) are errors. Fails with `PermissionDenied`
+/// for paths that lead outside.
+pub fn walk(root: &PinnedRoot, rel: &Path, must_be_dir: bool) -> std::io::Result<Walked> {
+    if let Some(walked) = walk_plain(root, rel, must_be_dir) {
+        return Ok(walked);
+    }
+    let mut pending: VecDeque<(Step, bool)> = steps(rel, false).collect();
+    let mut stack: Vec<(OwnedFd, OsString)> = Vec::new();
+    let mut links = 0;
+    while let Some((step, from_link)) = pending.pop_front() {
+        let name = match step {
+            Step::Cur => continue,
+            Step::Parent => {
+                if stack.pop().is_none() {
+                    return Err(leads_outside("`..` climbs above the workspace root"));
+                }
+                continue;
+            }
+            Step::Name(name) => name,
+        };
+        let parent = stack.last().map_or(root.dir(), |(fd, _)| fd.as_fd());
+        let fd = match rustix::fs::openat(
+            parent,
+            &name,
+            OFlags::PATH | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        ) {
+            Ok(fd) => fd,
+            Err(Errno::NOENT) => {
+                if from_link || pending.iter().any(|(_, l)| *l) {
+                    return Err(std::io::Error::other(
+                        "it is a symlink whose target does not exist",
+                    ));
+                }
+                let mut out = names(&stack);
+                out.push(name);
+                for (step, _) in pending {
+                    match step {
+                        Step::Cur => {}
+                        Step::Parent => {
+                            return Err(std::io::Error::other(
+                                "`..` after a directory that does not exist",
+                            ));
+                        }
+                        Step::Name(n) => out.push(n),
+                    }
+                }
+                return Ok(Walked {
+                    rel: out,
+                    exists: false,
+                });
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let st = rustix::fs::fstat(&fd)?;
+        match FileType::from_raw_mode(st.st_mode) {
+            FileType::Symlink => {
+                links += 1;
+                if links > MAX_LINKS {
+                    return Err(Errno::LOOP.into());
+                }
+                let target = rustix::fs::readlinkat(&fd, "", Vec::new())?;
+                let target = PathBuf::from(OsStr::from_bytes(target.as_bytes()));
+                let target = if target.is_absolute() {
+                    let inside = root.rel(&target).ok_or_else(|| {
+                        leads_outside("a symlink on the way points outside the workspace")
+                    })?;
+                    stack.clear();
+                    inside.to_path_buf()
+                } else {
+                    target
+                };
+                for step in steps(&target, true).collect::<Vec<_>>().into_iter().rev() {
+                    pending.push_front(step);
+                }
+            }
+            FileType::Directory => stack.push((fd, name)),
+            _ => {
+                if pending.iter().any(|(s, _)| !matches!(s, Step::Cur)) || must_be_dir {
+                    return Err(Errno::NOTDIR.into());
+                }
+                let mut out = names(&stack);
+                out.push(name);
+                return Ok(Walked {
+                    rel: out,
+                    exists: true,
+                });
+            }
         }
     }
-    let dir_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    Ok(Walked {
+        rel: names(&stack),
+        exists: true,
+    })
+}
+
+/// The common case, decided with one `openat2`: `rel` holds plain names
+/// only and exists with no symlink anywhere on its way, so it is its own
+/// canonical form. `None` sends the caller to the full walk.
+fn walk_plain(root: &PinnedRoot, rel: &Path, must_be_dir: bool) -> Option<Walked> {
+    let plain = plain(rel)?;
+    let flags = if must_be_dir {
+        OFlags::PATH | OFlags::DIRECTORY
+    } else {
+        OFlags::PATH
+    };
+    open_plain_beneath(root.dir(), &plain, flags).ok()?;
+    Some(Walked {
+        rel: plain,
+        exists: true,
+    })
+}
+
+/// `rel` as plain names (`.` dropped), or `None` if it has `..` or a root.
+fn plain(rel: &Path) -> Option<PathBuf> {
+    rel.components()
+        .filter(|c| !matches!(c, Component::CurDir))
+        .map(|c| match c {
+            Component::Normal(name) => Some(name),
+            _ => None,
+        })
+        .collect()
+}
+
+fn steps(path: &Path, from_link: bool) -> impl Iterator<Item = (Step, bool)> + '_ {
+    path.components().filter_map(move |c| {
+        let step = match c {
+            Component::CurDir => Step::Cur,
+            Component::ParentDir => Step::Parent,
+            Component::Normal(n) => Step::Name(n.to_os_string()),
+            Component::RootDir | Component::Prefix(_) => return None,
+        };
+        Some((step, from_link))
+    })
+}
+
+fn names(stack: &[(OwnedFd, OsString)]) -> PathBuf {
+    stack.iter().map(|(_, n)| n.as_os_str()).collect()
+}
+
+fn leads_outside(why: &str) -> std::io::Error {
+    std::io::Error::new(std::io::ErrorKind::PermissionDenied, why.to_owned())
+}
+
+/// Opens `rel` (plain names) below `dir` following no symlink: one
+/// `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, or on kernels without
+/// it one `openat(O_NOFOLLOW)` per component. `O_CLOEXEC` is added.
+fn open_plain_beneath(dir: BorrowedFd<'_>, rel: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
+    let target = if rel.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        rel
+    };
+    match rustix::fs::openat2(
+        dir,
+        target,
+        flags | OFlags::CLOEXEC,
+        Mode::empty(),
+        ResolveFlags::BENEATH | ResolveFlags::NO_SYMLINKS | ResolveFlags::NO_MAGICLINKS,
+    ) {
+        Err(Errno::NOSYS) => {}
+        other => return Ok(other?),
+    }
+    let names: Vec<&OsStr> = rel.iter().collect();
     let Some((last, parents)) = names.split_last() else {
-        return Ok(rustix::fs::open(
-            root,
+        return Ok(rustix::fs::openat(
+            dir,
+            ".",
             flags | OFlags::CLOEXEC,
             Mode::empty(),
         )?);
     };
-    let mut dir = rustix::fs::open(root, dir_flags, Mode::empty())?;
+    let dir_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut at = rustix::fs::openat(dir, ".", dir_flags, Mode::empty())?;
     for name in parents {
-        dir = rustix::fs::openat(&dir, *name, dir_flags, Mode::empty())?;
+        at = rustix::fs::openat(&at, *name, dir_flags, Mode::empty())?;
     }
     Ok(rustix::fs::openat(
-        &dir,
+        &at,
         *last,
         flags | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
     )?)
 }
 
-/// Opens an existing `path` (symlinks inside the workspace allowed) after
-/// checking that it resolves inside `root`, without a window in which a
-/// swapped symlink could redirect the open (see [`open_beneath`]).
-pub fn open_confined(root: &Path, path: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
-    OpenRoot::new(root).open(path, flags)
+/// An error for a path that turned out to lead outside the root.
+fn outside(path: &Path) -> std::io::Error {
+    leads_outside(&format!(
+        "{}: it leads outside the workspace root",
+        path.display()
+    ))
 }
 
-/// The workspace root opened once, for the confined opens of one call
-/// ([`open_confined`] opens the root again each time). The root is opened
-/// when first needed: a plain path with no symlink on its way needs no
-/// descriptor of it.
-pub struct OpenRoot<'a> {
-    path: &'a Path,
-    /// Inner `None` when the root cannot be opened: every open takes the
-    /// slow path, which reports why.
-    dir: std::sync::OnceLock<Option<OwnedFd>>,
+/// Opens an existing `path` (spelled under `root`; symlinks inside the
+/// workspace allowed) from the root's descriptor. A plain path is opened
+/// with one `openat2` that follows no symlink; otherwise the path is walked
+/// ([`walk`]) and its canonical form opened the same way, so a symlink
+/// swapped in between fails the open instead of leading anywhere. `flags`
+/// are for the last component; `O_CLOEXEC` is added.
+pub fn open_confined(root: &PinnedRoot, path: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
+    let rel = root.rel(path).ok_or_else(|| outside(path))?;
+    if let Some(plain) = plain(rel) {
+        match open_plain_beneath(root.dir(), &plain, flags) {
+            Ok(fd) => return Ok(fd),
+            // A symlink on the way (or a rename racing the lookup): walk.
+            Err(e) if needs_walk(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let walked = walk(root, rel, false)?;
+    if !walked.exists {
+        return Err(Errno::NOENT.into());
+    }
+    open_plain_beneath(root.dir(), &walked.rel, flags)
 }
 
-impl<'a> OpenRoot<'a> {
-    pub fn new(root: &'a Path) -> Self {
-        OpenRoot {
-            path: root,
-            dir: std::sync::OnceLock::new(),
-        }
-    }
-
-    fn dir(&self) -> Option<&OwnedFd> {
-        self.dir
-            .get_or_init(|| {
-                rustix::fs::open(
-                    self.path,
-                    OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
-                .ok()
-            })
-            .as_ref()
-    }
-
-    /// [`open_confined`] under this root.
-    pub fn open(&self, path: &Path, flags: OFlags) -> std::io::Result<OwnedFd> {
-        if plain_relative(self.path, path).is_some()
-            && let Ok(fd) = open_plain(path, flags)
-        {
-            return Ok(fd);
-        }
-        if let Some(fd) = self.open_resolved_beneath(path, flags) {
-            return Ok(fd);
-        }
-        let canonical = path.canonicalize()?;
-        if !canonical.starts_with(self.path) {
-            return Err(outside(&path.display().to_string()));
-        }
-        open_beneath(self.path, &canonical, flags)
-    }
-
-    /// [`open_confined_file`] under this root.
-    pub fn open_file(
-        &self,
-        path: &Path,
-        flags: OFlags,
-    ) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
-        let file = std::fs::File::from(self.open(path, flags)?);
-        let meta = file.metadata()?;
-        Ok((file, meta))
-    }
-
-    /// The fast path of [`open_confined`]: one `openat2(RESOLVE_BENEATH |
-    /// RESOLVE_NO_MAGICLINKS)` relative to the root, where the kernel
-    /// resolves every component and fails anything that would leave the
-    /// root, so no swap can redirect it. `None` when it cannot decide: the
-    /// path is not spelled under the root, an absolute symlink (which may
-    /// well point inside) or a magic link is on the way, the kernel lacks
-    /// `openat2`, or the open failed for a reason the slow path reports
-    /// better.
-    fn open_resolved_beneath(&self, path: &Path, flags: OFlags) -> Option<OwnedFd> {
-        use rustix::fs::ResolveFlags;
-        let rel = path.strip_prefix(self.path).ok()?;
-        let rel = if rel.as_os_str().is_empty() {
-            Path::new(".")
-        } else {
-            rel
-        };
-        rustix::fs::openat2(
-            self.dir()?,
-            rel,
-            flags | OFlags::CLOEXEC,
-            Mode::empty(),
-            ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS,
-        )
-        .ok()
-    }
+/// Whether a plain open failed for a reason the full walk can get past.
+fn needs_walk(e: &std::io::Error) -> bool {
+    matches!(
+        Errno::from_io_error(e),
+        Some(Errno::LOOP | Errno::XDEV | Errno::AGAIN)
+    )
 }
 
-/// Whether `path` names something inside `root` right now. A plain
-/// `canonicalize` + prefix check is not enough under a concurrent swap:
-/// realpath checks one component at a time, so it can return an "inside"
-/// path for a file it reached through a symlink that came and went. The
-/// descriptor walk of [`open_beneath`] cannot be fooled that way.
-pub fn exists_confined(root: &Path, path: &Path) -> bool {
+/// Whether `path` names something inside `root` right now. (`realpath`
+/// and a prefix check are not enough under a concurrent swap: realpath
+/// checks one component at a time and can return an "inside" spelling for
+/// a file it reached through a symlink that came and went.)
+pub fn exists_confined(root: &PinnedRoot, path: &Path) -> bool {
     open_confined(root, path, OFlags::PATH).is_ok()
 }
 
 /// Opens a file confined to `root` (see [`open_confined`]) and returns it
 /// with what it is now (`fstat` on the opened file, not the path).
 pub fn open_confined_file(
-    root: &Path,
+    root: &PinnedRoot,
     path: &Path,
     flags: OFlags,
 ) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
-    OpenRoot::new(root).open_file(path, flags)
+    let file = std::fs::File::from(open_confined(root, path, flags)?);
+    let meta = file.metadata()?;
+    Ok((file, meta))
 }
 
-/// Reads a whole file confined to `root` (see [`open_confined`]).
-pub fn read_confined(root: &Path, path: &Path) -> std::io::Result<Vec<u8>> {
-    let (file, meta) = open_confined_file(root, path, OFlags::RDONLY)?;
+/// What `path` (under `root`, symlinks inside followed) is now, or the
+/// error of reaching it.
+pub fn metadata_confined(root: &PinnedRoot, path: &Path) -> std::io::Result<std::fs::Metadata> {
+    open_confined_file(root, path, OFlags::PATH).map(|(_, meta)| meta)
+}
+
+/// Reads a whole regular file confined to `root`. Anything else (a FIFO,
+/// socket or device) is refused without blocking: it is opened
+/// non-blocking and checked before it is read.
+pub fn read_confined(root: &PinnedRoot, path: &Path) -> std::io::Result<Vec<u8>> {
+    let (file, meta) = open_confined_file(root, path, OFlags::RDONLY | OFlags::NONBLOCK)?;
+    if !meta.is_file() {
+        return Err(not_regular(path));
+    }
     read_sized(&file, meta.len())
+}
+
+/// The error for a FIFO, socket or device where a file was expected.
+pub fn not_regular(path: &Path) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidInput,
+        format!(
+            "{} is not a regular file (a FIFO, socket or device)",
+            path.display()
+        ),
+    )
 }
 
 /// Reads `file` to its end, `len` being its size as just seen by `fstat`:
@@ -329,105 +448,5 @@ pub fn display_relative(root: &Path, path: &Path) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use std::os::unix::fs::symlink;
-
-    struct Fixture {
-        _dir: tempfile::TempDir,
-        root: PathBuf,
-        outside: PathBuf,
-    }
-
-    fn fixture() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let base = dir.path().canonicalize().unwrap();
-        let root = base.join("ws");
-        let outside = base.join("outside");
-        std::fs::create_dir_all(root.join("sub")).unwrap();
-        std::fs::create_dir_all(&outside).unwrap();
-        std::fs::write(root.join("sub/a.txt"), "a").unwrap();
-        std::fs::write(outside.join("secret"), "s").unwrap();
-        symlink(&outside, root.join("link_out")).unwrap();
-        symlink(root.join("sub"), root.join("link_in")).unwrap();
-        symlink(outside.join("nope"), root.join("dangling_out")).unwrap();
-        Fixture {
-            _dir: dir,
-            root,
-            outside,
-        }
-    }
-
-    fn check(f: &Fixture, raw: &str) -> Result<PathBuf, ToolErrorKind> {
-        resolve_in_workspace(&f.root, raw, "path").map_err(|e| e.kind)
-    }
-
-    #[test]
-    fn accepts_paths_inside_the_root() {
-        let f = fixture();
-        let r = f.root.display().to_string();
-        assert_eq!(
-            check(&f, &format!("{r}/sub/a.txt")),
-            Ok(f.root.join("sub/a.txt"))
-        );
-        assert_eq!(check(&f, &r), Ok(f.root.clone()));
-        assert_eq!(
-            check(&f, &format!("{r}/sub/../sub/a.txt")),
-            Ok(f.root.join("sub/a.txt"))
-        );
-        assert_eq!(
-            check(&f, &format!("{r}/link_in/a.txt")),
-            Ok(f.root.join("sub/a.txt"))
-        );
-        assert_eq!(
-            check(&f, &format!("{r}/new/dir/file")),
-            Ok(f.root.join("new/dir/file"))
-        );
-        // Spelled loosely but plainly: the answer is still canonical.
-        assert_eq!(check(&f, &format!("{r}//sub///")), Ok(f.root.join("sub")));
-        assert_eq!(check(&f, &format!("{r}/")), Ok(f.root.clone()));
-        assert_eq!(
-            check(&f, &format!("{r}/./sub/a.txt")),
-            Ok(f.root.join("sub/a.txt"))
-        );
-    }
-
-    #[test]
-    fn confined_opens_take_symlinks_inside_and_refuse_those_out() {
-        let f = fixture();
-        let root = OpenRoot::new(&f.root);
-        let read = |p: &Path| {
-            root.open(p, OFlags::RDONLY)
-                .map(|fd| std::fs::read_to_string(format!("/proc/self/fd/{}", fd.as_raw_fd())))
-        };
-        assert_eq!(read(&f.root.join("sub/a.txt")).unwrap().unwrap(), "a");
-        assert_eq!(read(&f.root.join("link_in/a.txt")).unwrap().unwrap(), "a");
-        assert!(read(&f.root.join("link_out/secret")).is_err());
-        assert!(read(&f.outside.join("secret")).is_err());
-    }
-
-    #[test]
-    fn refuses_escapes() {
-        let f = fixture();
-        let r = f.root.display().to_string();
-        let o = f.outside.display().to_string();
-        let cases = [
-            "relative/path".to_owned(),
-            "./sub/a.txt".to_owned(),
-            String::new(),
-            format!("{r}/../outside/secret"),
-            format!("{r}/sub/../../outside/secret"),
-            format!("{r}/link_out/secret"),
-            format!("{r}/link_out/new_file"),
-            format!("{r}/dangling_out"),
-            format!("{r}/missing/../../outside/x"),
-            format!("{o}/secret"),
-            "/etc/passwd".to_owned(),
-            "/proc/self/root/etc/passwd".to_owned(),
-            format!("{r}/a\0b"),
-        ];
-        for raw in cases {
-            assert!(check(&f, &raw).is_err(), "{raw:?} should be refused");
-        }
-    }
-}
+#[path = "path_tests.rs"]
+mod tests;

@@ -62,6 +62,7 @@ pub async fn session(c: &Client, d: &TestDaemon, mode: ApprovalMode) -> String {
         Some(mode),
         None,
         Some(false),
+        None,
     )
     .await
     .expect("session")

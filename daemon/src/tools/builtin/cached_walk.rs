@@ -4,7 +4,7 @@
 //! between the two without a visible difference.
 //!
 //! Precedence, as in `ignore`: every directory from the file's own up to
-//! `/` may hold rules; the deepest `.geminiignore` rule that matches
+//! the workspace root may hold rules; the deepest `.geminiignore` rule that matches
 //! decides; if none does, the deepest `.gitignore` rule; then `.git/info/
 //! exclude`. A directory that is ignored is not entered. The walk never
 //! follows symlinks; it reports them to the caller.
@@ -59,6 +59,10 @@ impl Layer {
 /// What a walk over some bases is asked to do.
 pub struct CachedWalk<'a> {
     pub cache: &'a DirCache,
+    /// The directory above which no rules are read: the workspace root
+    /// (as the walk names it). Rules above it are none of the
+    /// workspace's business, as in Gemini CLI.
+    pub top: &'a Path,
     pub filtering: Filtering,
     /// Whether to enter a directory (already known not to be ignored).
     pub enter: &'a (dyn Fn(&Path) -> bool + Sync),
@@ -141,9 +145,14 @@ impl CachedWalk<'_> {
         children
     }
 
-    /// The rules of every directory above `base`, from `/` down.
+    /// The rules of every directory above `base`, from [`CachedWalk::top`]
+    /// down.
     fn ancestor_rules(&self, base: &Path) -> Option<Arc<Layer>> {
-        let mut above: Vec<&Path> = base.ancestors().skip(1).collect();
+        let mut above: Vec<&Path> = base
+            .ancestors()
+            .skip(1)
+            .take_while(|d| d.starts_with(self.top))
+            .collect();
         above.reverse();
         let mut rules = None;
         for dir in above {

@@ -73,6 +73,7 @@ fn reference(bases: &[&Path], filtering: Filtering) -> Vec<PathBuf> {
 fn cached(cache: &DirCache, bases: &[&Path], filtering: Filtering) -> Vec<PathBuf> {
     let walk = CachedWalk {
         cache,
+        top: Path::new("/"),
         filtering,
         enter: &|_| true,
         keep: &|_, _| true,
@@ -156,6 +157,7 @@ fn reports_kinds_and_prunes_where_asked() {
     let cache = DirCache::new();
     let walk = CachedWalk {
         cache: &cache,
+        top: Path::new("/"),
         filtering: Filtering::default(),
         enter: &|p| !p.ends_with("nested/deep"),
         keep: &|p, _| p.extension().is_none_or(|e| e != "rs"),
@@ -203,6 +205,7 @@ fn a_cancelled_walk_reports_nothing() {
     cancel.cancel();
     let walk = CachedWalk {
         cache: &cache,
+        top: Path::new("/"),
         filtering: Filtering::default(),
         enter: &|_| true,
         keep: &|_, _| true,

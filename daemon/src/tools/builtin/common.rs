@@ -2,13 +2,14 @@
 //! name the parameter, file classification, cancellation and atomic writes.
 
 use std::io::Write;
+use std::os::fd::OwnedFd;
 use std::path::Path;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::contract::{ToolError, ToolErrorKind};
+use super::contract::{PinnedRoot, ToolError, ToolErrorKind};
 
 pub use super::diff::{file_diff, unified_diff};
 
@@ -60,19 +61,76 @@ pub async fn blocking<T: Send + 'static>(
     }
 }
 
-/// For calls that change files: honours `cancel` until the work starts,
-/// then lets it finish. The write is atomic either way, but reporting
-/// "cancelled" for a change that did land would mislead the model.
+/// The point of no return of a change: a writer calls [`CommitGate::enter`]
+/// right before it makes its change visible (the rename). Whoever comes
+/// first, the writer entering or a cancel, decides: a cancelled call
+/// changes nothing, and a change that landed is never reported as
+/// cancelled.
+#[derive(Default)]
+pub struct CommitGate {
+    state: std::sync::atomic::AtomicU8,
+}
+
+const GATE_OPEN: u8 = 0;
+const GATE_COMMITTING: u8 = 1;
+const GATE_CANCELLED: u8 = 2;
+
+impl CommitGate {
+    /// Claims the commit; fails when the call was cancelled first.
+    pub fn enter(&self) -> Result<(), ToolError> {
+        use std::sync::atomic::Ordering;
+        match self.state.compare_exchange(
+            GATE_OPEN,
+            GATE_COMMITTING,
+            Ordering::AcqRel,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => Ok(()),
+            Err(_) => Err(cancelled()),
+        }
+    }
+
+    /// Cancels unless the writer has entered; true when cancelled.
+    fn cancel(&self) -> bool {
+        use std::sync::atomic::Ordering;
+        self.state
+            .compare_exchange(
+                GATE_OPEN,
+                GATE_CANCELLED,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .is_ok()
+    }
+}
+
+/// For calls that change files: runs `f` off the async threads. A cancel
+/// ends the call at once unless `f` has already passed its [`CommitGate`]
+/// (then the change lands and is reported). A writer stuck in a slow write
+/// is abandoned to finish in the background; it stops at the gate and
+/// removes its temp file.
 pub async fn blocking_commit<T: Send + 'static>(
     cancel: &CancellationToken,
-    f: impl FnOnce() -> Result<T, ToolError> + Send + 'static,
+    f: impl FnOnce(&CommitGate) -> Result<T, ToolError> + Send + 'static,
 ) -> Result<T, ToolError> {
     if cancel.is_cancelled() {
         return Err(cancelled());
     }
-    tokio::task::spawn_blocking(f)
-        .await
-        .map_err(|e| ToolError::execution(format!("internal error: {e}")))?
+    let gate = std::sync::Arc::new(CommitGate::default());
+    let inner = gate.clone();
+    let mut task = tokio::task::spawn_blocking(move || f(&inner));
+    let joined = tokio::select! {
+        biased;
+        joined = &mut task => joined,
+        _ = cancel.cancelled() => {
+            if gate.cancel() {
+                return Err(cancelled());
+            }
+            // The change is being made: report how it went.
+            task.await
+        }
+    };
+    joined.map_err(|e| ToolError::execution(format!("internal error: {e}")))?
 }
 
 pub fn io_error(action: &str, path: &Path, e: &std::io::Error) -> ToolError {
@@ -186,93 +244,153 @@ pub fn is_temp_name(name: &std::ffi::OsStr) -> bool {
 const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// Replaces `path` with `bytes` atomically: a temp file in the same
-/// directory (same file system, so `rename` is atomic) is written, given the
-/// old file's permissions (or 0644 for a new file) and renamed over `path`.
-/// Readers see the old or the new content, never a mix, and a crash at any
-/// point leaves the old content (plus, at worst, a hidden temp file).
-/// For files outside any workspace (`save_memory`); workspace files go
-/// through [`atomic_write_in`].
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
+/// directory (same file system, so `rename` is atomic) is written and
+/// renamed over `path`. Readers see the old or the new content, never a
+/// mix, and a crash at any point leaves the old content (plus, at worst, a
+/// hidden temp file). A replaced file keeps its permissions except the
+/// setuid and setgid bits; a new file gets 0666 less the daemon's umask.
+/// Only regular files are replaced: a FIFO, socket or device is refused
+/// without being opened. For files outside any workspace (`save_memory`);
+/// workspace files go through [`atomic_write_in`].
+pub fn atomic_write(path: &Path, bytes: &[u8], gate: &CommitGate) -> Result<(), ToolError> {
+    use rustix::fs::{Mode, OFlags};
     let dir = path
         .parent()
         .ok_or_else(|| ToolError::execution(format!("{} has no parent", path.display())))?;
+    let name = path
+        .file_name()
+        .ok_or_else(|| ToolError::invalid(format!("{} has no file name", path.display())))?;
     std::fs::create_dir_all(dir).map_err(|e| io_error("create directory", dir, &e))?;
-    write_and_rename(dir, path, bytes)
+    let fd = rustix::fs::open(
+        dir,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| io_error("open the directory", dir, &e.into()))?;
+    write_and_rename(&fd, name, path, bytes, gate)
 }
 
-/// [`atomic_write`] for `path` inside the workspace `root` (both
-/// canonical): missing parents are created and the parent is opened one
-/// component at a time without following symlinks, and the temp file and
-/// the rename go through that descriptor. A directory swapped for a symlink
-/// after the path was checked makes the write fail; it never lands outside.
-pub fn atomic_write_in(root: &Path, path: &Path, bytes: &[u8]) -> Result<(), ToolError> {
+/// [`atomic_write`] for `path` inside the workspace `root` (spelled under
+/// it, canonical): missing parents are created with `mkdirat` and the
+/// parent opened one component at a time from the root's descriptor,
+/// following no symlink, and the temp file and the rename go through that
+/// descriptor. A directory swapped for a symlink after the path was
+/// checked makes the write fail; it never lands outside.
+pub fn atomic_write_in(
+    root: &PinnedRoot,
+    path: &Path,
+    bytes: &[u8],
+    gate: &CommitGate,
+) -> Result<(), ToolError> {
     use rustix::fs::{Mode, OFlags};
-    let parent = path
-        .parent()
-        .ok_or_else(|| ToolError::execution(format!("{} has no parent", path.display())))?;
     let refused = |e: &std::io::Error| {
         ToolError::new(
             ToolErrorKind::PathNotAllowed,
             format!("cannot open the directory of {}: {e}", path.display()),
         )
     };
-    let rel = parent
-        .strip_prefix(root)
-        .map_err(|_| refused(&std::io::Error::other("it is outside the workspace root")))?;
-    // Create what is missing, one component at a time, never through a link.
-    let mut at = root.to_path_buf();
-    for c in rel.components() {
-        at.push(c);
-        let dir = super::path::open_beneath(
-            root,
-            at.parent().unwrap_or(root),
-            OFlags::PATH | OFlags::DIRECTORY,
-        )
-        .map_err(|e| refused(&e))?;
-        match rustix::fs::mkdirat(&dir, c.as_os_str(), Mode::from_raw_mode(0o755)) {
-            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
-            Err(e) => return Err(io_error("create directory", &at, &std::io::Error::from(e))),
-        }
-    }
-    let dir = super::path::open_beneath(root, parent, OFlags::PATH | OFlags::DIRECTORY)
-        .map_err(|e| refused(&e))?;
-    let name = path
+    let rel = root
+        .rel(path)
+        .ok_or_else(|| refused(&std::io::Error::other("it is outside the workspace root")))?;
+    let name = rel
         .file_name()
         .ok_or_else(|| ToolError::invalid(format!("{} has no file name", path.display())))?;
-    let via = super::path::fd_path(&dir);
-    remove_stale_temps(&via);
-    write_and_rename(&via, &via.join(name), bytes)
+    let dir_flags = OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let mut dir = rustix::fs::openat(root.dir(), ".", dir_flags, Mode::empty())
+        .map_err(|e| refused(&e.into()))?;
+    // Create what is missing, one component at a time, never through a link.
+    let mut at = root.path().to_path_buf();
+    for c in rel.parent().into_iter().flat_map(Path::components) {
+        let std::path::Component::Normal(part) = c else {
+            return Err(refused(&std::io::Error::other("the path is not canonical")));
+        };
+        at.push(part);
+        match rustix::fs::mkdirat(&dir, part, Mode::from_raw_mode(0o777)) {
+            Ok(()) | Err(rustix::io::Errno::EXIST) => {}
+            Err(e) => return Err(io_error("create directory", &at, &e.into())),
+        }
+        dir = rustix::fs::openat(&dir, part, dir_flags, Mode::empty())
+            .map_err(|e| refused(&e.into()))?;
+    }
+    remove_stale_temps(&super::path::fd_path(&dir));
+    write_and_rename(&dir, name, path, bytes, gate)
 }
 
-/// Writes a temp file in `dir` and renames it over `target` (in `dir`).
-fn write_and_rename(dir: &Path, target: &Path, bytes: &[u8]) -> Result<(), ToolError> {
+/// Writes a temp file in `dir` and renames it over `name` (in `dir`);
+/// `path` names the target in messages.
+fn write_and_rename(
+    dir: &OwnedFd,
+    name: &std::ffi::OsStr,
+    path: &Path,
+    bytes: &[u8],
+    gate: &CommitGate,
+) -> Result<(), ToolError> {
     use std::os::unix::fs::PermissionsExt;
-    let perms = match target.symlink_metadata() {
-        Ok(m) if m.is_dir() => {
-            return Err(ToolError::invalid(format!(
-                "{} is a directory, not a file",
-                target.display()
-            )));
-        }
-        Ok(m) if m.is_symlink() => std::fs::metadata(target)
-            .map(|m| m.permissions())
-            .unwrap_or_else(|_| std::fs::Permissions::from_mode(0o644)),
-        Ok(m) => m.permissions(),
-        Err(_) => std::fs::Permissions::from_mode(0o644),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(TEMP_PREFIX)
-        .tempfile_in(dir)
-        .map_err(|e| io_error("create a temp file in", dir, &e))?;
+    let kept_mode = existing_mode(dir, name, path)?;
+    let via = super::path::fd_path(dir);
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(TEMP_PREFIX);
+    if kept_mode.is_none() {
+        // Created with 0666: the kernel takes the umask away.
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let mut tmp = builder
+        .tempfile_in(&via)
+        .map_err(|e| io_error("create a temp file next to", path, &e))?;
     tmp.write_all(bytes)
         .and_then(|()| tmp.flush())
-        .map_err(|e| io_error("write", tmp.path(), &e))?;
-    tmp.as_file()
-        .set_permissions(perms)
-        .map_err(|e| io_error("chmod", tmp.path(), &e))?;
-    tmp.persist(target)
-        .map_err(|e| io_error("replace", target, &e.error))?;
+        .map_err(|e| io_error("write", path, &e))?;
+    if let Some(mode) = kept_mode {
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(mode))
+            .map_err(|e| io_error("chmod the new content of", path, &e))?;
+    }
+    // Dropping `tmp` on the way out removes it.
+    gate.enter()?;
+    tmp.persist(via.join(name))
+        .map_err(|e| io_error("replace", path, &e.error))?;
     Ok(())
+}
+
+/// The mode a replacement of `name` in `dir` gets: the old file's, without
+/// setuid and setgid (a rewritten program must not keep privileges it was
+/// granted as it was); `None` for a new file. Anything but a regular file
+/// is refused here, before anything is opened for writing: a FIFO would
+/// block, and a symlink can only be there if it was swapped in after the
+/// path was resolved.
+fn existing_mode(
+    dir: &OwnedFd,
+    name: &std::ffi::OsStr,
+    path: &Path,
+) -> Result<Option<u32>, ToolError> {
+    use rustix::fs::{AtFlags, FileType};
+    let st = match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(st) => st,
+        Err(rustix::io::Errno::NOENT) => return Ok(None),
+        Err(e) => return Err(io_error("inspect", path, &e.into())),
+    };
+    match FileType::from_raw_mode(st.st_mode) {
+        FileType::RegularFile => Ok(Some(st.st_mode & 0o1777)),
+        FileType::Directory => Err(ToolError::invalid(format!(
+            "{} is a directory, not a file",
+            path.display()
+        ))),
+        FileType::Symlink => Err(ToolError::new(
+            ToolErrorKind::PathNotAllowed,
+            format!(
+                "{} became a symlink after it was checked; nothing was written",
+                path.display()
+            ),
+        )),
+        FileType::Fifo
+        | FileType::Socket
+        | FileType::CharacterDevice
+        | FileType::BlockDevice
+        | FileType::Unknown => Err(ToolError::invalid(format!(
+            "{} is not a regular file (a FIFO, socket or device); only regular files are written",
+            path.display()
+        ))),
+    }
 }
 
 /// Deletes temp files of ours in `dir` that nobody has written to for

@@ -15,13 +15,13 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::contract::{
-    ConfirmationDetails, OutputSink, Tool, ToolContext, ToolError, ToolErrorKind, ToolInvocation,
-    ToolKind, ToolLocation, ToolResult,
+    ConfirmationDetails, OutputSink, PinnedRoot, Tool, ToolContext, ToolError, ToolErrorKind,
+    ToolInvocation, ToolKind, ToolLocation, ToolResult,
 };
 use super::glob_walk::{Hit, find};
 use super::params::parse;
 use super::path::display_relative;
-use super::search_walk::resolve_dir;
+use super::search_walk::{SearchFilter, resolve_dir};
 
 /// Files modified more recently than this are listed first.
 const RECENT: Duration = Duration::from_secs(24 * 60 * 60);
@@ -100,7 +100,8 @@ impl Tool for GlobTool {
         if params.pattern.trim().is_empty() {
             return Err(ToolError::invalid("`pattern` must not be empty"));
         }
-        let dir = resolve_dir(&ctx.workspace_root, params.path.as_deref(), "path")?;
+        let (root, dir) = resolve_dir(ctx, params.path.as_deref(), "path")?;
+        let filter = SearchFilter::new(&root, &ctx.settings.filtering, params.respect_git_ignore);
         let relative = relative_pattern(&dir, &params.pattern)?;
         let matcher = GlobBuilder::new(&relative)
             .case_insensitive(!params.case_sensitive.unwrap_or(false))
@@ -116,10 +117,11 @@ impl Tool for GlobTool {
             })?
             .compile_matcher();
         Ok(Box::new(GlobInvocation {
-            root: ctx.workspace_root.clone(),
+            root,
             dir,
             params,
             matcher,
+            filter: Arc::new(filter),
         }))
     }
 }
@@ -154,10 +156,11 @@ fn relative_pattern(dir: &Path, pattern: &str) -> Result<String, ToolError> {
 }
 
 struct GlobInvocation {
-    root: PathBuf,
+    root: PinnedRoot,
     dir: PathBuf,
     params: GlobParams,
     matcher: GlobMatcher,
+    filter: Arc<SearchFilter>,
 }
 
 #[async_trait]
@@ -166,7 +169,7 @@ impl ToolInvocation for GlobInvocation {
         format!(
             "'{}' in {}",
             self.params.pattern,
-            display_relative(&self.root, &self.dir)
+            display_relative(self.root.path(), &self.dir)
         )
     }
 
@@ -191,15 +194,15 @@ impl ToolInvocation for GlobInvocation {
         _output: OutputSink,
     ) -> Result<ToolResult, ToolError> {
         let stop = Arc::new(AtomicBool::new(false));
-        let (root, dir, matcher, respect) = (
+        let (root, dir, matcher, filter) = (
             self.root.clone(),
             self.dir.clone(),
             self.matcher.clone(),
-            self.params.respect_git_ignore.unwrap_or(true),
+            self.filter.clone(),
         );
         let stop2 = stop.clone();
         let mut job =
-            tokio::task::spawn_blocking(move || find(&root, &dir, &matcher, respect, &stop2));
+            tokio::task::spawn_blocking(move || find(&root, &dir, &matcher, &filter, &stop2));
         let hits = tokio::select! {
             r = &mut job => r.map_err(|e| ToolError::execution(format!("glob failed: {e}")))?,
             _ = cancel.cancelled() => {

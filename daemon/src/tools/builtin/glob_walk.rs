@@ -10,7 +10,8 @@ use std::time::SystemTime;
 use globset::GlobMatcher;
 use ignore::WalkState;
 
-use super::search_walk::walker;
+use super::contract::PinnedRoot;
+use super::search_walk::{SearchFilter, walker};
 
 pub struct Hit {
     pub path: PathBuf,
@@ -32,19 +33,20 @@ impl Drop for Local<'_> {
     }
 }
 
-/// Regular files under `dir` whose path relative to `dir` matches, and
-/// which really are inside the workspace `root` when checked (a directory
+/// Regular files under `dir` (spelled under `root`) whose path relative to
+/// `dir` matches, and which really are inside the workspace `root` when
+/// checked (a directory
 /// swapped for a symlink during the walk can send the walker outside; what
 /// it finds there is dropped).
 pub fn find(
-    root: &Path,
+    root: &PinnedRoot,
     dir: &Path,
     matcher: &GlobMatcher,
-    respect_git_ignore: bool,
+    filter: &SearchFilter,
     stop: &AtomicBool,
 ) -> Vec<Hit> {
     let all = Mutex::new(Vec::new());
-    walker(dir, respect_git_ignore).build_parallel().run(|| {
+    walker(root, dir, filter).build_parallel().run(|| {
         let mut local = Local {
             hits: Vec::new(),
             all: &all,
@@ -59,13 +61,16 @@ pub fn find(
             if !entry.file_type().is_some_and(|t| t.is_file()) {
                 return WalkState::Continue;
             }
-            let Ok(rel) = entry.path().strip_prefix(dir) else {
+            let Some(shown) = root.display_of(entry.path()) else {
                 return WalkState::Continue;
             };
-            if matcher.is_match(rel) && super::path::exists_confined(root, entry.path()) {
+            let Ok(rel) = shown.strip_prefix(dir) else {
+                return WalkState::Continue;
+            };
+            if matcher.is_match(rel) && super::path::exists_confined(root, &shown) {
                 let modified = entry.metadata().ok().and_then(|m| m.modified().ok());
                 local.hits.push(Hit {
-                    path: entry.into_path(),
+                    path: shown,
                     modified,
                 });
             }

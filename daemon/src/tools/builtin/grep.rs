@@ -18,13 +18,13 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::contract::{
-    ConfirmationDetails, OutputSink, Tool, ToolContext, ToolError, ToolErrorKind, ToolInvocation,
-    ToolKind, ToolLocation, ToolResult,
+    ConfirmationDetails, OutputSink, PinnedRoot, Tool, ToolContext, ToolError, ToolErrorKind,
+    ToolInvocation, ToolKind, ToolLocation, ToolResult,
 };
 use super::grep_search::{FileHits, Found, search};
 use super::params::parse;
 use super::path::display_relative;
-use super::search_walk::{relative, resolve_dir};
+use super::search_walk::{SearchFilter, relative, resolve_dir};
 
 /// The reference's cap on matches returned to the model.
 pub const DEFAULT_MAX_MATCHES: usize = 100;
@@ -112,13 +112,18 @@ impl Tool for GrepTool {
                     params.pattern
                 ))
             })?;
-        let dir = resolve_dir(&ctx.workspace_root, params.path.as_deref(), "path")?;
+        let (root, dir) = resolve_dir(ctx, params.path.as_deref(), "path")?;
+        // Overrides match the walker's paths, which go through the root's
+        // descriptor.
+        let walk_dir = root.fs_path(&dir).unwrap_or_else(|| dir.clone());
         let include = match params.include.as_deref().filter(|s| !s.is_empty()) {
             None => None,
-            Some(glob) => Some(include_override(&dir, glob)?),
+            Some(glob) => Some(include_override(&walk_dir, glob)?),
         };
+        let filter = SearchFilter::new(&root, &ctx.settings.filtering, None);
         Ok(Box::new(GrepInvocation {
-            root: ctx.workspace_root.clone(),
+            root,
+            filter: Arc::new(filter),
             dir,
             params,
             matcher,
@@ -139,7 +144,8 @@ fn include_override(dir: &Path, glob: &str) -> Result<Override, ToolError> {
 }
 
 struct GrepInvocation {
-    root: PathBuf,
+    root: PinnedRoot,
+    filter: Arc<SearchFilter>,
     dir: PathBuf,
     params: GrepParams,
     matcher: RegexMatcher,
@@ -162,7 +168,7 @@ impl ToolInvocation for GrepInvocation {
         format!(
             "'{}' in {}{}",
             self.params.pattern,
-            display_relative(&self.root, &self.dir),
+            display_relative(self.root.path(), &self.dir),
             self.filter_note()
         )
     }
@@ -188,16 +194,17 @@ impl ToolInvocation for GrepInvocation {
         _output: OutputSink,
     ) -> Result<ToolResult, ToolError> {
         let stop = Arc::new(AtomicBool::new(false));
-        let (root, dir, matcher, include, max) = (
+        let (root, dir, matcher, include, filter, max) = (
             self.root.clone(),
             self.dir.clone(),
             self.matcher.clone(),
             self.include.clone(),
+            self.filter.clone(),
             self.max_matches,
         );
         let stop2 = stop.clone();
         let mut job = tokio::task::spawn_blocking(move || {
-            search(&root, &dir, &matcher, include, max, &stop2)
+            search(&root, &dir, &matcher, include, &filter, max, &stop2)
         });
         let found = tokio::select! {
             r = &mut job => r.map_err(|e| ToolError::execution(format!("search failed: {e}")))?,

@@ -15,7 +15,8 @@ use grep_searcher::{BinaryDetection, SearcherBuilder};
 use ignore::WalkState;
 use ignore::overrides::Override;
 
-use super::search_walk::walker;
+use super::contract::PinnedRoot;
+use super::search_walk::{SearchFilter, walker};
 
 /// Lines longer than this are cut in the output (minified files).
 const MAX_LINE_CHARS: usize = 2000;
@@ -37,10 +38,11 @@ pub struct Found {
 /// opened confined to the workspace `root`: one a swapped symlink would
 /// lead outside is skipped.
 pub fn search(
-    root: &Path,
+    root: &PinnedRoot,
     dir: &Path,
     matcher: &RegexMatcher,
     include: Option<Override>,
+    filter: &SearchFilter,
     max: usize,
     stop: &AtomicBool,
 ) -> Found {
@@ -48,7 +50,7 @@ pub fn search(
     // Counts matches seen; it goes past `max` once a match beyond the cap
     // was found, which is how a capped result is recognised.
     let seen = AtomicUsize::new(0);
-    let mut builder = walker(dir, true);
+    let mut builder = walker(root, dir, filter);
     if let Some(o) = include {
         builder.overrides(o);
     }
@@ -80,19 +82,25 @@ pub fn search(
                 lines.push((line_no, clip(line)));
                 Ok(true)
             });
-            // Unreadable files are skipped, as rg does (it warns on stderr).
-            let Ok(fd) = super::path::open_confined(root, entry.path(), rustix::fs::OFlags::RDONLY)
-            else {
+            let Some(shown) = root.display_of(entry.path()) else {
                 return WalkState::Continue;
             };
-            let _ = searcher.search_file(&matcher, &std::fs::File::from(fd), sink);
+            // Unreadable files are skipped, as rg does (it warns on stderr);
+            // so is anything that is no longer a regular file (a FIFO
+            // swapped in would block the read), and anything a swapped
+            // symlink would lead outside.
+            let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK;
+            let Ok((file, meta)) = super::path::open_confined_file(root, &shown, flags) else {
+                return WalkState::Continue;
+            };
+            if !meta.is_file() {
+                return WalkState::Continue;
+            }
+            let _ = searcher.search_file(&matcher, &file, sink);
             if !lines.is_empty()
                 && let Ok(mut f) = files.lock()
             {
-                f.push(FileHits {
-                    path: entry.into_path(),
-                    lines,
-                });
+                f.push(FileHits { path: shown, lines });
             }
             WalkState::Continue
         })

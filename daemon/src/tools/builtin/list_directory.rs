@@ -10,11 +10,17 @@ use tokio_util::sync::CancellationToken;
 
 use super::common;
 use super::contract::{
-    ConfirmationDetails, OutputSink, Tool, ToolContext, ToolError, ToolErrorKind, ToolInvocation,
-    ToolKind, ToolLocation, ToolResult,
+    ConfirmationDetails, OutputSink, PinnedRoot, Tool, ToolContext, ToolError, ToolErrorKind,
+    ToolInvocation, ToolKind, ToolLocation, ToolResult,
 };
-use super::path::{display_relative, resolve_in_workspace};
+use super::path::{display_relative, metadata_confined};
 use super::walk::{Filtering, IgnoreChain};
+
+/// Whether a directory entry's own name is sensitive (see
+/// [`crate::tools::sensitive`]).
+fn is_blocked_name(name: &std::ffi::OsStr) -> bool {
+    crate::tools::sensitive::blocked_segment(std::path::Path::new(name)).is_some()
+}
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FileFilteringOptions {
@@ -97,9 +103,8 @@ impl Tool for ListDirectoryTool {
             ignore: common::opt_field(args, "ignore")?,
             file_filtering_options: common::opt_field(args, "file_filtering_options")?,
         };
-        let root = ctx.workspace_root.clone();
-        let dir = resolve_in_workspace(&root, &params.path, "path")?;
-        match std::fs::metadata(&dir) {
+        let (root, dir) = ctx.resolve(&params.path, "path")?;
+        match metadata_confined(&root, &dir) {
             Err(e) => {
                 return Err(ToolError::new(
                     ToolErrorKind::NotFound,
@@ -125,24 +130,31 @@ impl Tool for ListDirectoryTool {
             .build()
             .map_err(|e| ToolError::invalid(format!("`ignore` patterns are invalid: {e}")))?;
         let opts = params.file_filtering_options.clone().unwrap_or_default();
+        let defaults = &ctx.settings.filtering;
         let filtering = Filtering {
-            git: opts.respect_git_ignore.unwrap_or(true),
-            gemini: opts.respect_gemini_ignore.unwrap_or(true),
+            git: opts
+                .respect_git_ignore
+                .unwrap_or(defaults.respect_git_ignore),
+            gemini: opts
+                .respect_gemini_ignore
+                .unwrap_or(defaults.respect_gemini_ignore),
         };
         Ok(Box::new(ListDirectoryInvocation {
             root,
             dir,
             ignore,
             filtering,
+            custom_ignore_files: defaults.custom_ignore_files.clone(),
         }))
     }
 }
 
 pub struct ListDirectoryInvocation {
-    root: PathBuf,
+    root: PinnedRoot,
     dir: PathBuf,
     ignore: GlobSet,
     filtering: Filtering,
+    custom_ignore_files: Vec<String>,
 }
 
 struct Entry {
@@ -152,11 +164,16 @@ struct Entry {
 
 impl ListDirectoryInvocation {
     fn run(self) -> Result<ToolResult, ToolError> {
-        let chain = IgnoreChain::for_dir(&self.root, &self.dir, self.filtering);
-        // Listed through a descriptor opened without following symlinks
-        // below the root: a directory swapped for a link after the check
-        // fails here instead of listing what lies outside.
-        let fd = super::path::open_beneath(
+        let chain = IgnoreChain::for_dir(
+            &self.root,
+            &self.dir,
+            self.filtering,
+            &self.custom_ignore_files,
+        );
+        // Listed through a descriptor opened from the pinned root without
+        // following symlinks: a directory swapped for a link after the
+        // check fails here instead of listing what lies outside.
+        let fd = super::path::open_confined(
             &self.root,
             &self.dir,
             rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::DIRECTORY,
@@ -170,6 +187,11 @@ impl ListDirectoryInvocation {
         for item in read {
             let item = item.map_err(|e| common::io_error("list", &self.dir, &e))?;
             if common::is_temp_name(&item.file_name()) {
+                continue;
+            }
+            // Sensitive entries are left out without a word, as in the
+            // reference: not even counted as ignored.
+            if is_blocked_name(&item.file_name()) {
                 continue;
             }
             let name = item.file_name().to_string_lossy().into_owned();
@@ -215,7 +237,7 @@ impl ListDirectoryInvocation {
         if ignored > 0 {
             text.push_str(&format!("\n\n({ignored} ignored)"));
         }
-        let rel = display_relative(&self.root, &self.dir);
+        let rel = display_relative(self.root.path(), &self.dir);
         let mut summary = format!("Listed {shown} item(s) in {rel}");
         if ignored > 0 {
             summary.push_str(&format!(" ({ignored} ignored)"));
@@ -243,7 +265,7 @@ fn human_size(bytes: u64) -> String {
 #[async_trait]
 impl ToolInvocation for ListDirectoryInvocation {
     fn description(&self) -> String {
-        format!("List {}", display_relative(&self.root, &self.dir))
+        format!("List {}", display_relative(self.root.path(), &self.dir))
     }
 
     fn locations(&self) -> Vec<ToolLocation> {
@@ -287,6 +309,9 @@ mod tests {
         ws.write("adir/y", "");
         ws.write("build.log", "log");
         ws.write("secret.env", "k");
+        ws.write(".env", "KEY=1");
+        ws.write("gha-creds-1.json", "{}");
+        ws.write("node_modules/m/index.js", "");
         ws.write(".gitignore", "*.log\n");
         ws.write(".geminiignore", "*.env\n");
         std::fs::create_dir(ws.root.join(".git")).unwrap();
@@ -300,7 +325,7 @@ mod tests {
             .await
             .unwrap();
         let expected = format!(
-            "Directory listing for {}:\n[DIR] adir\n[DIR] link_out\n[DIR] zdir\n.geminiignore (6 bytes)\n.gitignore (6 bytes)\na.rs (2.0 KB)\nb.txt (5 bytes)\n\n(3 ignored)",
+            "Directory listing for {}:\n[DIR] adir\n[DIR] link_out\n[DIR] zdir\n.geminiignore (6 bytes)\n.gitignore (6 bytes)\na.rs (2.0 KB)\nb.txt (5 bytes)\n\n(2 ignored)",
             ws.root.display()
         );
         assert_eq!(text_of(&r), expected);
@@ -321,7 +346,13 @@ mod tests {
         .await
         .unwrap();
         let t = text_of(&r);
-        assert!(t.contains("[DIR] .git\n"), "{t}");
+        // Sensitive entries are never listed, nor counted.
+        for hidden in [".git", ".env", "gha-creds-1.json", "node_modules"] {
+            let listed = t
+                .lines()
+                .any(|l| l == format!("[DIR] {hidden}") || l.starts_with(&format!("{hidden} (")));
+            assert!(!listed, "{hidden}: {t}");
+        }
         assert!(t.contains("build.log"));
         assert!(t.contains("secret.env"));
         assert!(!t.contains("a.rs"));

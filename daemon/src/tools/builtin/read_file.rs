@@ -11,10 +11,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::common::{self, FileClass, MAX_FILE_BYTES};
 use super::contract::{
-    ConfirmationDetails, ContentPart, OutputSink, Tool, ToolContext, ToolDisplay, ToolError,
-    ToolErrorKind, ToolInvocation, ToolKind, ToolLocation, ToolResult,
+    ConfirmationDetails, ContentPart, OutputSink, PinnedRoot, Tool, ToolContext, ToolDisplay,
+    ToolError, ToolErrorKind, ToolInvocation, ToolKind, ToolLocation, ToolResult,
 };
-use super::path::{display_relative, resolve_in_workspace};
+use super::path::{display_relative, metadata_confined};
 use super::walk;
 
 /// Lines returned when the call gives no `limit`.
@@ -92,9 +92,8 @@ impl Tool for ReadFileTool {
         if params.limit == Some(0) {
             return Err(ToolError::invalid("`limit` must be at least 1"));
         }
-        let root = ctx.workspace_root.clone();
-        let path = resolve_in_workspace(&root, &params.absolute_path, "absolute_path")?;
-        let meta = std::fs::metadata(&path).map_err(|e| {
+        let (root, path) = ctx.resolve(&params.absolute_path, "absolute_path")?;
+        let meta = metadata_confined(&root, &path).map_err(|e| {
             ToolError::new(
                 ToolErrorKind::NotFound,
                 format!("`absolute_path` {}: file not found ({e})", path.display()),
@@ -113,12 +112,13 @@ impl Tool for ReadFileTool {
                 path.display()
             )));
         }
-        if walk::gemini_ignored(&root, &path) {
+        if let Some(rules) = walk::ignored_by(&root, &path, &ctx.settings.filtering) {
             return Err(ToolError::new(
                 ToolErrorKind::PathNotAllowed,
                 format!(
-                    "`absolute_path` {} is ignored by .geminiignore and cannot be read",
-                    path.display()
+                    "`absolute_path` {} is ignored by {rules} and cannot be read{}",
+                    path.display(),
+                    walk::opt_out_hint(&rules)
                 ),
             ));
         }
@@ -127,7 +127,7 @@ impl Tool for ReadFileTool {
 }
 
 pub struct ReadFileInvocation {
-    root: PathBuf,
+    root: PinnedRoot,
     path: PathBuf,
     params: ReadFileParams,
 }
@@ -208,7 +208,7 @@ impl ReadFileInvocation {
     }
 
     fn run(self, file: std::fs::File, len: u64) -> Result<ToolResult, ToolError> {
-        let rel = display_relative(&self.root, &self.path);
+        let rel = display_relative(self.root.path(), &self.path);
         let bytes = super::path::read_sized(&file, len)
             .map_err(|e| common::io_error("read", &self.path, &e))?;
         match common::classify(&self.path, &bytes) {
@@ -274,7 +274,7 @@ impl ReadFileInvocation {
 #[async_trait]
 impl ToolInvocation for ReadFileInvocation {
     fn description(&self) -> String {
-        format!("Read {}", display_relative(&self.root, &self.path))
+        format!("Read {}", display_relative(self.root.path(), &self.path))
     }
 
     fn locations(&self) -> Vec<ToolLocation> {

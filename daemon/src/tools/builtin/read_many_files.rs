@@ -10,13 +10,14 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::super::sensitive::blocked_segment;
 use super::common;
 use super::contract::{
-    ConfirmationDetails, OutputSink, Tool, ToolContext, ToolError, ToolInvocation, ToolKind,
-    ToolLocation, ToolResult,
+    ConfirmationDetails, OutputSink, PinnedRoot, Tool, ToolContext, ToolError, ToolInvocation,
+    ToolKind, ToolLocation, ToolResult,
 };
 use super::dir_cache::DirCache;
-use super::path::resolve_in_workspace;
+use super::path::{metadata_confined, resolve_in_workspace};
 use super::walk::DEFAULT_EXCLUDES;
 
 #[path = "read_many_files_collect.rs"]
@@ -81,7 +82,7 @@ impl ReadManyFilesTool {
                 },
                 "respect_git_ignore": {
                     "type": "boolean",
-                    "description": "Leave out files matched by .gitignore (default true). .geminiignore is always honoured."
+                    "description": "Leave out files matched by .gitignore (default true, or the context.fileFiltering.respectGitIgnore setting). .geminiignore is honoured unless the settings turn it off."
                 }
             },
             "required": ["paths"]
@@ -124,16 +125,22 @@ impl Tool for ReadManyFilesTool {
                 "`paths` must name at least one path or pattern",
             ));
         }
-        let root = ctx.workspace_root.clone();
+        let root = ctx.root().clone();
         let recursive = params.recursive.unwrap_or(true);
+        let filtering = &ctx.settings.filtering;
         let mut plan = Plan {
             root: root.clone(),
             explicit: Vec::new(),
             globs: Vec::new(),
             missing: Vec::new(),
+            sensitive: Vec::new(),
             media_exts: Vec::new(),
             exclude: GlobSet::empty(),
-            respect_git: params.respect_git_ignore.unwrap_or(true),
+            respect_git: params
+                .respect_git_ignore
+                .unwrap_or(filtering.respect_git_ignore),
+            respect_gemini: filtering.respect_gemini_ignore,
+            custom_ignore_files: filtering.custom_ignore_files.clone(),
         };
         let named = params.paths.iter().map(|p| ("paths", p));
         let included = params.include.iter().flatten().map(|p| ("include", p));
@@ -147,7 +154,7 @@ impl Tool for ReadManyFilesTool {
             }
         }
         for raw in params.exclude.iter().flatten() {
-            let rel = relative_pattern(&root, "exclude", raw)?;
+            let rel = relative_pattern(root.path(), "exclude", raw)?;
             excludes.add(glob("exclude", &rel)?);
             if !rel.contains('/') {
                 excludes.add(glob("exclude", &format!("**/{rel}"))?);
@@ -164,19 +171,24 @@ impl Tool for ReadManyFilesTool {
     }
 }
 
-/// What to read, worked out from the arguments.
+/// What to read, worked out from the arguments. Paths are spelled under
+/// the (primary) root.
 pub struct Plan {
-    pub root: PathBuf,
-    /// Files named literally (always read unless .geminiignore hides them).
+    pub root: PinnedRoot,
+    /// Files named literally (read unless ignore files hide them).
     pub explicit: Vec<PathBuf>,
     /// Glob patterns relative to the root, with the directory to walk.
     pub globs: Vec<(PathBuf, globset::GlobMatcher)>,
     /// Literal paths that do not exist.
     pub missing: Vec<String>,
+    /// Literal paths no file tool reads ([`crate::tools::sensitive`]).
+    pub sensitive: Vec<String>,
     /// Extensions mentioned in patterns: media of these kinds were asked for.
     pub media_exts: Vec<String>,
     pub exclude: GlobSet,
     pub respect_git: bool,
+    pub respect_gemini: bool,
+    pub custom_ignore_files: Vec<String>,
 }
 
 fn is_glob(s: &str) -> bool {
@@ -222,7 +234,8 @@ fn relative_pattern(root: &Path, param: &str, raw: &str) -> Result<String, ToolE
 
 impl Plan {
     fn add_target(&mut self, param: &str, raw: &str, recursive: bool) -> Result<(), ToolError> {
-        let rel = relative_pattern(&self.root, param, raw)?;
+        let root_path = self.root.path().to_path_buf();
+        let rel = relative_pattern(&root_path, param, raw)?;
         if let Some(ext) = Path::new(&rel).extension() {
             self.media_exts
                 .push(ext.to_string_lossy().to_ascii_lowercase());
@@ -234,17 +247,24 @@ impl Plan {
                 .take_while(|c| !is_glob(&c.as_os_str().to_string_lossy()))
                 .collect();
             let base =
-                resolve_in_workspace(&self.root, &self.root.join(base).to_string_lossy(), param)?;
+                resolve_in_workspace(&self.root, &root_path.join(base).to_string_lossy(), param)?;
             self.globs
                 .push((base, glob(param, &rel)?.compile_matcher()));
             return Ok(());
         }
-        let full = self.root.join(&rel);
+        let full = root_path.join(&rel);
         let path = resolve_in_workspace(&self.root, &full.to_string_lossy(), param)?;
-        if path.is_file() {
+        let rel_path = path.strip_prefix(&root_path).unwrap_or(Path::new(""));
+        if blocked_segment(rel_path).is_some() {
+            // As in the reference: skipped and named, not an error.
+            self.sensitive.push(raw.to_owned());
+            return Ok(());
+        }
+        let meta = metadata_confined(&self.root, &path).ok();
+        if meta.as_ref().is_some_and(std::fs::Metadata::is_file) {
             self.explicit.push(path);
-        } else if path.is_dir() {
-            let dir_rel = path.strip_prefix(&self.root).unwrap_or(Path::new(""));
+        } else if meta.as_ref().is_some_and(std::fs::Metadata::is_dir) {
+            let dir_rel = rel_path;
             let dir = dir_rel.to_string_lossy();
             let tail = if recursive { "**" } else { "*" };
             let pattern = if dir.is_empty() {

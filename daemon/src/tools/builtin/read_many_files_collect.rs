@@ -9,11 +9,15 @@ use tokio_util::sync::CancellationToken;
 
 use super::super::cached_walk::CachedWalk;
 use super::super::common::{self, FileClass, MAX_FILE_BYTES};
+use super::super::contract::PinnedRoot;
 use super::super::contract::{ContentPart, ToolDisplay, ToolError, ToolResult};
 use super::super::dir_cache::{DirCache, Kind};
-use super::super::path::{OpenRoot, display_relative, exists_confined as confined};
-use super::super::walk::{self, Filtering};
+use super::super::path::{
+    display_relative, exists_confined as confined, metadata_confined, open_confined_file,
+};
+use super::super::walk::{Filtering, IgnoreChain, custom_rules};
 use super::{MAX_TOTAL_TEXT_BYTES, Plan};
+use crate::tools::sensitive::blocked_segment;
 
 pub const END_MARKER: &str = "--- End of content ---";
 
@@ -35,9 +39,17 @@ pub fn run(
 ) -> Result<ToolResult, ToolError> {
     let mut skipped = Skipped::default();
     let mut files: Vec<(PathBuf, bool)> = Vec::new();
+    let filtering = Filtering {
+        git: plan.respect_git,
+        gemini: plan.respect_gemini,
+    };
     for path in &plan.explicit {
-        if walk::gemini_ignored(&plan.root, path) {
-            skipped.ignored.push(display_relative(&plan.root, path));
+        let dir = path.parent().unwrap_or(plan.root.path());
+        let chain = IgnoreChain::for_dir(&plan.root, dir, filtering, &plan.custom_ignore_files);
+        if chain.is_ignored(path, false) {
+            skipped
+                .ignored
+                .push(display_relative(plan.root.path(), path));
         } else {
             files.push((path.clone(), true));
         }
@@ -67,7 +79,7 @@ pub fn run(
         String::with_capacity((held + headers).min(MAX_TOTAL_TEXT_BYTES + headers) + 4096);
     let mut read = 0usize;
     for ((path, _), item) in files.iter().zip(loaded) {
-        let rel = display_relative(&plan.root, path);
+        let rel = display_relative(plan.root.path(), path);
         match item {
             Loaded::Binary => skipped.binary.push(rel),
             Loaded::MediaNotAsked => skipped.media.push(rel),
@@ -151,7 +163,7 @@ fn load_all(
 ) -> Result<Vec<Loaded>, ToolError> {
     let next = AtomicUsize::new(0);
     let held = AtomicUsize::new(0);
-    let root = OpenRoot::new(&plan.root);
+    let root = &plan.root;
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get().clamp(2, 4));
     let mut results: Vec<(usize, Loaded)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..workers)
@@ -166,7 +178,7 @@ fn load_all(
                         if cancel.is_cancelled() {
                             break;
                         }
-                        out.push((i, load_one(plan, &root, path, *explicit, &held)));
+                        out.push((i, load_one(plan, root, path, *explicit, &held)));
                     }
                     out
                 })
@@ -186,7 +198,7 @@ fn load_all(
 
 fn load_one(
     plan: &Plan,
-    root: &OpenRoot,
+    root: &PinnedRoot,
     path: &Path,
     explicit: bool,
     held: &AtomicUsize,
@@ -194,21 +206,26 @@ fn load_one(
     if held.load(Ordering::Relaxed) > 2 * MAX_TOTAL_TEXT_BYTES {
         return Loaded::OverCap;
     }
-    // One path lookup: the size comes from the opened file.
-    let Ok((file, meta)) = root.open_file(path, rustix::fs::OFlags::RDONLY) else {
+    // One path lookup: the size comes from the opened file. Non-blocking:
+    // a FIFO swapped in since the walk must not hang the open.
+    let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK;
+    let Ok((file, meta)) = open_confined_file(root, path, flags) else {
         // Files the walk found are checked here, where they are opened,
         // rather than each once more in the walk. Whether a file that could
         // not be read is inside is asked the same confined way (an `O_PATH`
         // open needs no read permission): `realpath` can return an inside
         // spelling for a file it reached through a directory swapped for a
         // symlink and back, and the file would be named.
-        let inside = root.open(path, rustix::fs::OFlags::PATH).is_ok();
+        let inside = confined(root, path);
         return if inside || explicit {
             Loaded::Unreadable
         } else {
             Loaded::Outside
         };
     };
+    if !meta.is_file() {
+        return Loaded::Unreadable;
+    }
     let size = meta.len();
     if size > MAX_FILE_BYTES {
         return Loaded::TooLarge;
@@ -270,57 +287,82 @@ fn notes(plan: &Plan, s: &Skipped) -> Vec<String> {
         ),
         &s.over_cap,
     );
-    note("Ignored by .geminiignore", &s.ignored);
+    note("Ignored by ignore files", &s.ignored);
     note("Could not read", &s.unreadable);
     note("Not found", &plan.missing);
+    note(
+        "Skipped sensitive paths (.env, .git, node_modules, gha-creds-*.json)",
+        &plan.sensitive,
+    );
     out
 }
 
 /// Walks the base directory of every pattern once (over cached listings,
-/// see [`DirCache`]) and keeps the files a pattern matches and no exclude
-/// does.
+/// see [`DirCache`], through the pinned root's descriptor) and keeps the
+/// files a pattern matches and no exclude does. Returns paths spelled
+/// under the root.
 fn walk_globs(plan: &Plan, listings: &DirCache, cancel: &CancellationToken) -> Vec<PathBuf> {
+    let root = &plan.root;
     let mut bases: Vec<&PathBuf> = plan.globs.iter().map(|(b, _)| b).collect();
     bases.sort();
     bases.dedup();
     // A base inside another base is covered by the outer walk.
-    let bases: Vec<&Path> = bases
+    let bases: Vec<PathBuf> = bases
         .iter()
         .filter(|b| !bases.iter().any(|o| o != *b && b.starts_with(o)))
-        .filter(|b| b.is_dir())
-        .map(|b| b.as_path())
+        .filter(|b| metadata_confined(root, b).is_ok_and(|m| m.is_dir()))
+        .filter_map(|b| root.fs_path(b))
         .collect();
+    let custom = custom_rules(root, &plan.custom_ignore_files);
+    let shown = |fs: &Path| root.display_of(fs);
+    // Nothing the custom ignore files hide, and no sensitive path.
+    let allowed = |path: &Path, is_dir: bool| {
+        let rel = path.strip_prefix(root.path()).unwrap_or(path);
+        blocked_segment(rel).is_none()
+            && !custom
+                .as_ref()
+                .is_some_and(|c| c.matched_path_or_any_parents(path, is_dir).is_ignore())
+    };
     // Prune an excluded directory (`**/node_modules/**`) by asking whether
     // a file inside it would be excluded.
     let enter = |dir: &Path| {
-        let rel = dir.strip_prefix(&plan.root).unwrap_or(dir);
-        !plan.exclude.is_match(rel.join("\u{0}"))
+        let Some(dir) = shown(dir) else {
+            return false;
+        };
+        let rel = dir.strip_prefix(root.path()).unwrap_or(&dir);
+        !plan.exclude.is_match(rel.join("\u{0}")) && allowed(&dir, true)
     };
     // A directory swapped for a symlink mid-walk can send the walk
     // outside: files found there are dropped when loading them fails.
     let keep = |path: &Path, kind: Kind| {
-        wanted(plan, path)
+        let Some(path) = shown(path) else {
+            return false;
+        };
+        wanted(plan, &path)
+            && allowed(&path, false)
             && (kind != Kind::Symlink
                 // Only links whose target is a file inside the workspace.
-                || path.canonicalize().is_ok_and(|t| t.is_file()) && confined(&plan.root, path))
+                || metadata_confined(root, &path).is_ok_and(|m| m.is_file()))
     };
     let walk = CachedWalk {
         cache: listings,
+        top: root.fs_base(),
         filtering: Filtering {
             git: plan.respect_git,
-            gemini: true,
+            gemini: plan.respect_gemini,
         },
         enter: &enter,
         keep: &keep,
     };
+    let bases: Vec<&Path> = bases.iter().map(PathBuf::as_path).collect();
     walk.run(&bases, cancel)
         .into_iter()
-        .map(|(path, _)| path)
+        .filter_map(|(path, _)| shown(&path))
         .collect()
 }
 
 fn wanted(plan: &Plan, path: &Path) -> bool {
-    let Ok(rel) = path.strip_prefix(&plan.root) else {
+    let Ok(rel) = path.strip_prefix(plan.root.path()) else {
         return false;
     };
     let rel = globset::Candidate::new(rel);

@@ -77,8 +77,9 @@ async fn globs_excludes_and_ignore_files() {
     .unwrap();
     let t = text_of(&r);
     assert!(t.contains("gen/out.rs ---"));
-    assert!(t.contains("node_modules/dep/index.js ---"));
-    assert!(t.contains(".env ---"));
+    // Sensitive paths stay out whatever the options say.
+    assert!(!t.contains("node_modules/dep/index.js ---"), "{t}");
+    assert!(!t.contains(".env ---"), "{t}");
     assert!(
         !t.contains("private/key.rs ---"),
         ".geminiignore always honoured"
@@ -160,7 +161,19 @@ async fn nothing_found_and_bad_inputs() {
     let r = run(&tool(), &ws.ctx, json!({"paths": ["private/key.rs"]}))
         .await
         .unwrap();
-    assert!(text_of(&r).contains("Ignored by .geminiignore (1): private/key.rs"));
+    assert!(text_of(&r).contains("Ignored by ignore files (1): private/key.rs"));
+    // Named literally, a sensitive path is skipped and named, not read.
+    let r = run(&tool(), &ws.ctx, json!({"paths": [".env", "README.md"]}))
+        .await
+        .unwrap();
+    let t = text_of(&r);
+    assert!(
+        t.contains(
+            "Skipped sensitive paths (.env, .git, node_modules, gha-creds-*.json) (1): .env"
+        ),
+        "{t}"
+    );
+    assert!(!t.contains("--- ") || !t.contains(".env ---"), "{t}");
     let cases = [
         (
             json!({"paths": []}),

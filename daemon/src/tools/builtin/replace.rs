@@ -10,10 +10,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::common;
 use super::contract::{
-    ConfirmationDetails, ContentPart, OutputSink, Tool, ToolContext, ToolDisplay, ToolError,
-    ToolErrorKind, ToolInvocation, ToolKind, ToolLocation, ToolResult,
+    ConfirmationDetails, ContentPart, OutputSink, PinnedRoot, Tool, ToolContext, ToolDisplay,
+    ToolError, ToolErrorKind, ToolInvocation, ToolKind, ToolLocation, ToolResult,
 };
-use super::path::{display_relative, resolve_in_workspace};
+use super::path::{display_relative, metadata_confined};
 pub use super::replace_match::{EditPlan, MatchMode, plan_edit, replace_from_edited};
 
 /// Far above read_file's limit: editing big generated files is legitimate
@@ -107,9 +107,8 @@ impl Tool for ReplaceTool {
                 "`old_string` and `new_string` are identical: no change to make",
             ));
         }
-        let root = ctx.workspace_root.clone();
-        let path = resolve_in_workspace(&root, &params.file_path, "file_path")?;
-        match std::fs::metadata(&path) {
+        let (root, path) = ctx.resolve(&params.file_path, "file_path")?;
+        match metadata_confined(&root, &path) {
             Ok(m) if m.is_dir() => {
                 return Err(ToolError::invalid(format!(
                     "`file_path` {} is a directory, not a file",
@@ -144,7 +143,7 @@ impl Tool for ReplaceTool {
 }
 
 pub struct ReplaceInvocation {
-    root: PathBuf,
+    root: PinnedRoot,
     path: PathBuf,
     params: ReplaceParams,
 }
@@ -152,8 +151,8 @@ pub struct ReplaceInvocation {
 /// The file's text, `None` if absent. Binary and non-UTF-8 files are
 /// refused: a lossy round trip would corrupt the bytes the edit never
 /// touched.
-fn load(root: &Path, path: &Path) -> Result<Option<String>, ToolError> {
-    let meta = match std::fs::metadata(path) {
+fn load(root: &PinnedRoot, path: &Path) -> Result<Option<String>, ToolError> {
+    let meta = match metadata_confined(root, path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(common::io_error("read", path, &e)),
         Ok(m) => m,
@@ -198,9 +197,9 @@ impl ReplaceInvocation {
         Ok((current, plan))
     }
 
-    fn run(self) -> Result<ToolResult, ToolError> {
+    fn run(self, gate: &common::CommitGate) -> Result<ToolResult, ToolError> {
         let (current, plan) = self.plan()?;
-        common::atomic_write_in(&self.root, &self.path, plan.new_content.as_bytes())?;
+        common::atomic_write_in(&self.root, &self.path, plan.new_content.as_bytes(), gate)?;
         let shown = self.path.display();
         let mut text = match plan.mode {
             MatchMode::Create => format!("Created new file: {shown} with the provided content."),
@@ -221,8 +220,8 @@ impl ReplaceInvocation {
                 self.params.new_string
             ));
         }
-        let rel = display_relative(&self.root, &self.path);
-        let diff = common::file_diff(&self.root, &self.path, current, plan.new_content);
+        let rel = display_relative(self.root.path(), &self.path);
+        let diff = common::file_diff(self.root.path(), &self.path, current, plan.new_content);
         Ok(ToolResult {
             llm_content: vec![ContentPart::Text { text }],
             display: ToolDisplay::FileDiff(diff),
@@ -244,7 +243,7 @@ impl ToolInvocation for ReplaceInvocation {
         };
         format!(
             "Edit {}: {} => {}",
-            display_relative(&self.root, &self.path),
+            display_relative(self.root.path(), &self.path),
             first(&self.params.old_string),
             first(&self.params.new_string)
         )
@@ -266,8 +265,11 @@ impl ToolInvocation for ReplaceInvocation {
         tokio::task::spawn_blocking(move || {
             let (current, plan) = me.plan()?;
             Ok(ConfirmationDetails::Edit {
-                title: format!("Confirm edit: {}", display_relative(&me.root, &me.path)),
-                diff: common::file_diff(&me.root, &me.path, current, plan.new_content),
+                title: format!(
+                    "Confirm edit: {}",
+                    display_relative(me.root.path(), &me.path)
+                ),
+                diff: common::file_diff(me.root.path(), &me.path, current, plan.new_content),
             })
         })
         .await
@@ -279,7 +281,7 @@ impl ToolInvocation for ReplaceInvocation {
         cancel: CancellationToken,
         _output: OutputSink,
     ) -> Result<ToolResult, ToolError> {
-        common::blocking_commit(&cancel, move || self.run()).await
+        common::blocking_commit(&cancel, move |gate| self.run(gate)).await
     }
 }
 

@@ -133,18 +133,38 @@ pub struct SaveMemoryInvocation {
     params: SaveMemoryParams,
 }
 
+/// The memory file's text, empty when it does not exist. Anything but a
+/// regular file is refused without blocking (a FIFO would never answer).
 fn read_current(path: &Path) -> Result<String, ToolError> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(String::from_utf8_lossy(&bytes).into_owned()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
-        Err(e) => Err(common::io_error("read", path, &e)),
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = match std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .open(path)
+    {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(String::new()),
+        Err(e) => return Err(common::io_error("read", path, &e)),
+    };
+    let meta = file
+        .metadata()
+        .map_err(|e| common::io_error("read", path, &e))?;
+    if !meta.is_file() {
+        return Err(common::io_error(
+            "read",
+            path,
+            &super::path::not_regular(path),
+        ));
     }
+    let bytes = super::path::read_sized(&file, meta.len())
+        .map_err(|e| common::io_error("read", path, &e))?;
+    Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// Read, add, write atomically, all under an exclusive `flock` on the
 /// file's directory (the file itself is replaced by rename, so a lock on
 /// it would not outlive the write).
-fn save_locked(path: &Path, fact: &str) -> Result<(), ToolError> {
+fn save_locked(path: &Path, fact: &str, gate: &common::CommitGate) -> Result<(), ToolError> {
     let dir = path
         .parent()
         .ok_or_else(|| ToolError::execution(format!("{} has no parent", path.display())))?;
@@ -154,7 +174,7 @@ fn save_locked(path: &Path, fact: &str) -> Result<(), ToolError> {
     rustix::fs::flock(&dir_handle, rustix::fs::FlockOperation::LockExclusive)
         .map_err(|e| common::io_error("lock", dir, &e.into()))?;
     let current = read_current(path)?;
-    common::atomic_write(path, add_memory(&current, fact).as_bytes())?;
+    common::atomic_write(path, add_memory(&current, fact).as_bytes(), gate)?;
     drop(dir_handle);
     Ok(())
 }
@@ -207,11 +227,9 @@ impl ToolInvocation for SaveMemoryInvocation {
         };
         let path = self.path.clone();
         let fact = self.params.fact.clone();
-        // Not raced against `cancel`: once the write starts it is quick and
-        // reporting "cancelled" for a fact that was saved would mislead.
-        tokio::task::spawn_blocking(move || save_locked(&path, &fact))
-            .await
-            .map_err(|e| ToolError::execution(format!("internal error: {e}")))??;
+        // A cancel ends the call unless the new file is being put in
+        // place (then the fact is saved and reported).
+        common::blocking_commit(&cancel, move |gate| save_locked(&path, &fact, gate)).await?;
         drop(guard);
         let text = format!("Okay, I've remembered that: \"{}\"", self.params.fact);
         Ok(ToolResult {

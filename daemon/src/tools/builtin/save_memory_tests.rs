@@ -135,7 +135,8 @@ fn file_lock_alone_serializes_writers() {
             let path = &path;
             s.spawn(move || {
                 for i in 0..5 {
-                    save_locked(path, &format!("t{t} i{i}")).unwrap();
+                    save_locked(path, &format!("t{t} i{i}"), &common::CommitGate::default())
+                        .unwrap();
                 }
             });
         }

@@ -20,11 +20,11 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::contract::{
-    ConfirmationDetails, OutputSink, Tool, ToolContext, ToolError, ToolErrorKind, ToolInvocation,
-    ToolKind, ToolLocation, ToolResult,
+    ConfirmationDetails, OutputSink, PinnedRoot, Tool, ToolContext, ToolError, ToolErrorKind,
+    ToolInvocation, ToolKind, ToolLocation, ToolResult,
 };
 use super::params::parse;
-use super::path::{display_relative, resolve_in_workspace};
+use super::path::display_relative;
 use super::shell_exec::{Ended, Outcome, ShellConfig, run_wrapped};
 
 #[derive(Debug, Deserialize)]
@@ -103,12 +103,13 @@ impl Tool for ShellTool {
                 "could not identify the command root of `command`",
             ));
         }
+        let root = ctx.root().clone();
         let cwd = match params.directory.as_deref() {
-            None | Some("") => ctx.workspace_root.clone(),
-            Some(dir) => resolve_directory(&ctx.workspace_root, dir)?,
+            None | Some("") => root.path().to_path_buf(),
+            Some(dir) => resolve_directory(ctx, dir)?,
         };
         Ok(Box::new(ShellInvocation {
-            root: ctx.workspace_root.clone(),
+            root,
             cwd,
             params,
             root_commands,
@@ -119,19 +120,19 @@ impl Tool for ShellTool {
 
 /// Checks `directory`: relative, inside the root after resolving symlinks,
 /// existing, and a directory.
-fn resolve_directory(root: &Path, dir: &str) -> Result<PathBuf, ToolError> {
+fn resolve_directory(ctx: &ToolContext, dir: &str) -> Result<PathBuf, ToolError> {
     if Path::new(dir).is_absolute() {
         return Err(ToolError::new(
             ToolErrorKind::PathNotAllowed,
             format!("`directory` must be relative to the workspace root, got absolute path: {dir}"),
         ));
     }
-    let joined = root.join(dir);
+    let joined = ctx.root().path().join(dir);
     let raw = joined
         .to_str()
         .ok_or_else(|| ToolError::invalid("`directory` is not valid UTF-8"))?;
-    let resolved = resolve_in_workspace(root, raw, "directory")?;
-    match std::fs::metadata(&resolved) {
+    let (root, resolved) = ctx.resolve(raw, "directory")?;
+    match super::path::metadata_confined(&root, &resolved) {
         Ok(m) if m.is_dir() => Ok(resolved),
         Ok(_) => Err(ToolError::invalid(format!(
             "`directory` {dir} is not a directory"
@@ -169,7 +170,7 @@ fn is_assignment(word: &str) -> bool {
 }
 
 struct ShellInvocation {
-    root: PathBuf,
+    root: PinnedRoot,
     cwd: PathBuf,
     params: ShellParams,
     root_commands: Vec<String>,
@@ -180,7 +181,7 @@ impl ShellInvocation {
     fn directory_label(&self) -> String {
         match self.params.directory.as_deref() {
             None | Some("") => "(root)".to_owned(),
-            Some(_) => display_relative(&self.root, &self.cwd),
+            Some(_) => display_relative(self.root.path(), &self.cwd),
         }
     }
 }
@@ -218,10 +219,11 @@ impl ToolInvocation for ShellInvocation {
         cancel: CancellationToken,
         output: OutputSink,
     ) -> Result<ToolResult, ToolError> {
-        // The directory is opened without following symlinks below the
-        // root and bash starts in what was opened: a directory swapped for
-        // a link after the check cannot move the command outside.
-        let dir = super::path::open_beneath(
+        // The directory is opened from the pinned root without following
+        // symlinks and bash starts in what was opened: a directory (or the
+        // root) swapped for a link after the check cannot move the command
+        // outside.
+        let dir = super::path::open_confined(
             &self.root,
             &self.cwd,
             rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY,

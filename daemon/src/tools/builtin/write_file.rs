@@ -9,10 +9,10 @@ use tokio_util::sync::CancellationToken;
 
 use super::common::{self, MAX_FILE_BYTES};
 use super::contract::{
-    ConfirmationDetails, ContentPart, FileDiff, OutputSink, Tool, ToolContext, ToolDisplay,
-    ToolError, ToolErrorKind, ToolInvocation, ToolKind, ToolLocation, ToolResult,
+    ConfirmationDetails, ContentPart, FileDiff, OutputSink, PinnedRoot, Tool, ToolContext,
+    ToolDisplay, ToolError, ToolErrorKind, ToolInvocation, ToolKind, ToolLocation, ToolResult,
 };
-use super::path::{display_relative, resolve_in_workspace};
+use super::path::{display_relative, metadata_confined};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WriteFileParams {
@@ -78,17 +78,30 @@ impl Tool for WriteFileTool {
             content: common::req_field(args, "content")?,
             modified_by_user: common::opt_field(args, "modified_by_user")?,
         };
-        let root = ctx.workspace_root.clone();
-        let path = resolve_in_workspace(&root, &params.file_path, "file_path")?;
-        if path.is_dir() {
-            return Err(ToolError::invalid(format!(
-                "`file_path` {} is a directory; give the path of a file",
-                path.display()
-            )));
+        let (root, path) = ctx.resolve(&params.file_path, "file_path")?;
+        match metadata_confined(&root, &path) {
+            Ok(m) if m.is_dir() => {
+                return Err(ToolError::invalid(format!(
+                    "`file_path` {} is a directory; give the path of a file",
+                    path.display()
+                )));
+            }
+            Ok(m) if !m.is_file() => {
+                return Err(ToolError::invalid(format!(
+                    "`file_path` {} is not a regular file (a FIFO, socket or device); only regular files are written",
+                    path.display()
+                )));
+            }
+            _ => {}
         }
         // Every existing ancestor must be a directory, or the write cannot
         // create its parents; saying so now beats a confusing I/O error.
-        if let Some(blocker) = path.ancestors().skip(1).find(|a| a.exists() && !a.is_dir()) {
+        if let Some(blocker) = path
+            .ancestors()
+            .skip(1)
+            .take_while(|a| root.contains(a))
+            .find(|a| metadata_confined(&root, a).is_ok_and(|m| !m.is_dir()))
+        {
             return Err(ToolError::invalid(format!(
                 "`file_path` {}: {} is a file, not a directory",
                 path.display(),
@@ -100,15 +113,15 @@ impl Tool for WriteFileTool {
 }
 
 pub struct WriteFileInvocation {
-    root: PathBuf,
+    root: PinnedRoot,
     path: PathBuf,
     params: WriteFileParams,
 }
 
 /// The current text of `path`, `None` when it does not exist. Content that
 /// is not UTF-8 is shown lossily in the diff; it is replaced whole anyway.
-pub fn current_text(root: &Path, path: &Path) -> Result<Option<String>, ToolError> {
-    match std::fs::metadata(path) {
+pub fn current_text(root: &PinnedRoot, path: &Path) -> Result<Option<String>, ToolError> {
+    match metadata_confined(root, path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(common::io_error("read", path, &e)),
         Ok(m) if m.is_dir() => Err(ToolError::invalid(format!(
@@ -130,12 +143,17 @@ pub fn current_text(root: &Path, path: &Path) -> Result<Option<String>, ToolErro
 
 impl WriteFileInvocation {
     fn diff(&self, old: Option<String>) -> FileDiff {
-        common::file_diff(&self.root, &self.path, old, self.params.content.clone())
+        common::file_diff(
+            self.root.path(),
+            &self.path,
+            old,
+            self.params.content.clone(),
+        )
     }
 
-    fn run(self) -> Result<ToolResult, ToolError> {
+    fn run(self, gate: &common::CommitGate) -> Result<ToolResult, ToolError> {
         let old = current_text(&self.root, &self.path)?;
-        common::atomic_write_in(&self.root, &self.path, self.params.content.as_bytes())?;
+        common::atomic_write_in(&self.root, &self.path, self.params.content.as_bytes(), gate)?;
         let mut text = match old {
             None => format!(
                 "Successfully created and wrote to new file: {}",
@@ -149,7 +167,7 @@ impl WriteFileInvocation {
                 self.params.content
             ));
         }
-        let rel = display_relative(&self.root, &self.path);
+        let rel = display_relative(self.root.path(), &self.path);
         let summary = match old {
             None => format!("Created {rel}"),
             Some(_) => format!("Overwrote {rel}"),
@@ -166,7 +184,10 @@ impl WriteFileInvocation {
 #[async_trait]
 impl ToolInvocation for WriteFileInvocation {
     fn description(&self) -> String {
-        format!("Write to {}", display_relative(&self.root, &self.path))
+        format!(
+            "Write to {}",
+            display_relative(self.root.path(), &self.path)
+        )
     }
 
     fn locations(&self) -> Vec<ToolLocation> {
@@ -185,7 +206,7 @@ impl ToolInvocation for WriteFileInvocation {
         Ok(ConfirmationDetails::Edit {
             title: format!(
                 "Confirm write: {verb} {}",
-                display_relative(&self.root, &self.path)
+                display_relative(self.root.path(), &self.path)
             ),
             diff: self.diff(old),
         })
@@ -196,7 +217,7 @@ impl ToolInvocation for WriteFileInvocation {
         cancel: CancellationToken,
         _output: OutputSink,
     ) -> Result<ToolResult, ToolError> {
-        common::blocking_commit(&cancel, move || self.run()).await
+        common::blocking_commit(&cancel, move |gate| self.run(gate)).await
     }
 }
 

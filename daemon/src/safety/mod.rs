@@ -1,0 +1,173 @@
+//! Safety checks that run after the policy and can only make a decision
+//! stricter, never looser. No IO: the driver hands in what a call touches.
+//!
+//! * **Protected files** ([`protected`]): a change to a file geminid or the
+//!   tools it runs take instructions from (policies, every settings layer,
+//!   trusted folders, extensions, hooks, `.git`, `.env`, the daemon's data
+//!   and socket directories) asks a person in every mode, yolo included,
+//!   even when the policy or an "always" answer allows it; a
+//!   non-interactive session is refused. A session cannot widen its own
+//!   rights.
+//! * **Build files** ([`build_files`]): an allowed edit of a build file
+//!   (`Cargo.toml`, `package.json`, `Makefile`, ...) asks even in autoEdit
+//!   and yolo and is refused when non-interactive, with Gemini CLI 0.61's
+//!   message. A deny stays a deny.
+//!
+//! It stands above `tools/` and `policy/` (it names both) and below
+//! `session/`, whose driver calls [`Guard::check`].
+
+pub mod build_files;
+pub mod protected;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::policy::Decision;
+use crate::tools::ToolKind;
+pub use protected::{DaemonPaths, ProtectedPaths};
+
+/// The message of a build-file decision, as in the reference.
+pub const BUILD_FILE_MESSAGE: &str =
+    "Modifying build configuration files requires explicit user confirmation";
+
+/// What the checks need to know of one call.
+#[derive(Debug, Clone)]
+pub struct CallFacts<'a> {
+    pub tool_name: &'a str,
+    pub tool_kind: ToolKind,
+    pub args: &'a Value,
+    /// The paths the call touches as the tool resolved them (symlinks
+    /// followed), for tools that know (the built-ins).
+    pub locations: Vec<PathBuf>,
+    /// The session's primary root, for relative path arguments.
+    pub root: &'a Path,
+    pub interactive: bool,
+}
+
+/// A stricter decision and why, for `decidedBy` and denial messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SafetyVerdict {
+    pub decision: Decision,
+    /// Which check decided (`Protected Files`, `Build File Protection`).
+    pub source: &'static str,
+    pub reason: String,
+}
+
+impl SafetyVerdict {
+    /// The text clients see as `decidedBy` or as the denial.
+    pub fn explain(&self) -> String {
+        format!("safety ({}): {}", self.source, self.reason)
+    }
+}
+
+/// The checks, with the daemon's protected places.
+#[derive(Debug, Clone, Default)]
+pub struct Guard {
+    protected: ProtectedPaths,
+}
+
+impl Guard {
+    pub fn new(protected: ProtectedPaths) -> Self {
+        Guard { protected }
+    }
+
+    /// What the checks make of `decision` (the policy's, "always" answers
+    /// included) for this call; `None` when they leave it as it is.
+    pub fn check(&self, call: &CallFacts<'_>, decision: Decision) -> Option<SafetyVerdict> {
+        match decision {
+            Decision::Deny => return None,
+            Decision::Allow | Decision::AskUser => {}
+        }
+        let edits = call.tool_kind.is_edit() || build_files::is_edit_tool_name(call.tool_name);
+        if !edits {
+            return None;
+        }
+        let stricter = if call.interactive {
+            Decision::AskUser
+        } else {
+            Decision::Deny
+        };
+        let nobody = if call.interactive {
+            ""
+        } else {
+            "; this session is non-interactive, so no one can approve it"
+        };
+        let targets: Vec<PathBuf> = call
+            .locations
+            .iter()
+            .cloned()
+            .chain(argument_paths(call.args, call.root))
+            .collect();
+        if let Some((target, why)) = targets
+            .iter()
+            .find_map(|t| self.protected.why(t).map(|why| (t, why)))
+        {
+            return Some(SafetyVerdict {
+                decision: stricter,
+                source: "Protected Files",
+                reason: format!(
+                    "{} is {why}: geminid or the tools it runs take instructions from it, \
+                     so every change needs a person's approval, in every mode{nobody}",
+                    target.display()
+                ),
+            });
+        }
+        let build_target = build_files::target_of(call.args)
+            .map(Path::new)
+            .into_iter()
+            .chain(call.locations.iter().map(PathBuf::as_path))
+            .any(build_files::is_build_file);
+        if decision == Decision::Allow && build_target {
+            return Some(SafetyVerdict {
+                decision: stricter,
+                source: "Build File Protection",
+                reason: format!("{BUILD_FILE_MESSAGE}{nobody}"),
+            });
+        }
+        None
+    }
+}
+
+/// The path arguments of a call, as the reference's path checker finds
+/// them: every string (or list of strings) under a key that contains
+/// `path`, `directory` or `file`, or is `source` or `destination`, at any
+/// depth. Relative ones are taken relative to `root`.
+pub fn argument_paths(args: &Value, root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    collect(args, root, false, &mut out);
+    out
+}
+
+fn collect(value: &Value, root: &Path, named: bool, out: &mut Vec<PathBuf>) {
+    match value {
+        Value::String(s) if named && !s.trim().is_empty() => {
+            let p = Path::new(s.trim());
+            out.push(if p.is_absolute() {
+                p.to_path_buf()
+            } else {
+                root.join(p)
+            });
+        }
+        Value::Array(items) => {
+            for item in items {
+                collect(item, root, named, out);
+            }
+        }
+        Value::Object(map) => {
+            for (key, v) in map {
+                let k = key.to_lowercase();
+                let is_path_key = k.contains("path")
+                    || k.contains("directory")
+                    || k.contains("file")
+                    || k == "source"
+                    || k == "destination";
+                collect(v, root, is_path_key, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests;
