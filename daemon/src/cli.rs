@@ -53,6 +53,10 @@ pub fn main() -> ExitCode {
         }
     };
     let outcome = runtime.block_on(crate::run(config));
+    // A blocking file operation that never returns (a file system that
+    // hangs) must not keep a stopped daemon alive: its thread is left
+    // behind after a grace period instead of being waited for.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(2));
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(RunError::Listen(e @ ListenError::AlreadyRunning(_))) => {

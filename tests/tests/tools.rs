@@ -496,7 +496,16 @@ async fn fake_site() -> String {
 async fn web_fetch() {
     let site = fake_site().await;
     let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-    let b = Bench::with(TestDaemon::start_with_env(&[("NO_PROXY", "127.0.0.1"), ("no_proxy", "127.0.0.1")])).await;
+    let d = TestDaemon::start_with_env(&[("NO_PROXY", "127.0.0.1"), ("no_proxy", "127.0.0.1")]);
+    // The fake site is on loopback, which web_fetch refuses unless the
+    // user's settings allow private addresses (read when a session loads).
+    std::fs::create_dir_all(d.home().join(".gemini")).unwrap();
+    std::fs::write(
+        d.home().join(".gemini/settings.json"),
+        r#"{"geminid": {"webFetch": {"allowPrivateNetwork": true}}}"#,
+    )
+    .unwrap();
+    let b = Bench::with(d).await;
     let page = format!("summarize {site}/page");
     let missing = format!("read {site}/missing");
     let refused = format!("read http://{closed}/x");

@@ -31,6 +31,7 @@ mod shell_output;
 mod shell_proc;
 pub mod walk;
 pub mod web_fetch;
+pub mod web_fetch_guard;
 pub mod web_fetch_http;
 pub mod web_search;
 pub mod write_file;

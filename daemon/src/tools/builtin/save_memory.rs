@@ -139,7 +139,7 @@ fn read_current(path: &Path) -> Result<String, ToolError> {
     use std::os::unix::fs::OpenOptionsExt;
     let file = match std::fs::OpenOptions::new()
         .read(true)
-        .custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32)
+        .custom_flags(libc::O_NONBLOCK)
         .open(path)
     {
         Ok(file) => file,

@@ -17,7 +17,8 @@ use super::contract::{
     ToolKind, ToolLocation, ToolResult,
 };
 use super::params::parse;
-use super::web_fetch_http::{FetchConfig, Fetched, fetch_all};
+use super::web_fetch_guard::{RateLimits, Refusal, system_lookup, vet};
+use super::web_fetch_http::{FetchConfig, Fetched, HopCheck, fetch_all, hop_check};
 
 /// The reference's limits.
 pub const MAX_URLS: usize = 20;
@@ -33,6 +34,8 @@ struct WebFetchParams {
 pub struct WebFetchTool {
     schema: Value,
     config: FetchConfig,
+    /// Fetches per host, across every session of the daemon.
+    limits: RateLimits,
 }
 
 impl WebFetchTool {
@@ -47,7 +50,11 @@ impl WebFetchTool {
             },
             "required": ["prompt"]
         });
-        WebFetchTool { schema, config }
+        WebFetchTool {
+            schema,
+            config,
+            limits: RateLimits::default(),
+        }
     }
 }
 
@@ -57,6 +64,7 @@ impl Default for WebFetchTool {
             timeout: DEFAULT_TIMEOUT,
             max_chars: DEFAULT_MAX_CHARS,
             use_env_proxy: true,
+            allow_private: false,
         })
     }
 }
@@ -69,10 +77,11 @@ impl Tool for WebFetchTool {
         "WebFetch"
     }
     fn description(&self) -> &str {
-        "Fetches the content of up to 20 http(s) URLs found in the prompt (including \
-         localhost and private network addresses) and returns it as text, with the \
-         prompt, so the instructions in it can be applied. GitHub blob URLs are \
-         fetched raw. HTML is converted to readable text."
+        "Fetches the content of up to 20 http(s) URLs found in the prompt and returns it \
+         as text, with the prompt, so the instructions in it can be applied. GitHub blob \
+         URLs are fetched raw. HTML is converted to readable text. Localhost, private \
+         and link-local addresses are refused, and each host is fetched at most 10 \
+         times a minute."
     }
     fn kind(&self) -> ToolKind {
         ToolKind::Fetch
@@ -81,11 +90,7 @@ impl Tool for WebFetchTool {
         &self.schema
     }
 
-    fn build(
-        &self,
-        _ctx: &ToolContext,
-        args: &Value,
-    ) -> Result<Box<dyn ToolInvocation>, ToolError> {
+    fn build(&self, ctx: &ToolContext, args: &Value) -> Result<Box<dyn ToolInvocation>, ToolError> {
         let params: WebFetchParams = parse(&self.schema, args)?;
         if params.prompt.trim().is_empty() {
             return Err(ToolError::invalid("`prompt` must not be empty"));
@@ -102,10 +107,16 @@ impl Tool for WebFetchTool {
                 urls.len()
             )));
         }
+        let config = FetchConfig {
+            allow_private: self.config.allow_private || ctx.settings.web_fetch_allow_private,
+            ..self.config.clone()
+        };
         Ok(Box::new(WebFetchInvocation {
             prompt: params.prompt,
             urls,
-            config: self.config.clone(),
+            check: hop_check(&config),
+            config,
+            limits: self.limits.clone(),
         }))
     }
 }
@@ -154,6 +165,40 @@ struct WebFetchInvocation {
     prompt: String,
     urls: Vec<String>,
     config: FetchConfig,
+    /// Vets every hop of a fetch.
+    check: HopCheck,
+    limits: RateLimits,
+}
+
+impl WebFetchInvocation {
+    /// The URLs that may be fetched now, each with the URL to request,
+    /// and the ones skipped, each with why (the reference's wording): a
+    /// host that is (or resolves to) a private address, or one fetched 10
+    /// times in the last minute.
+    async fn admit(&self) -> (Vec<(String, String)>, Vec<String>) {
+        let mut targets = Vec::new();
+        let mut skipped = Vec::new();
+        for url in &self.urls {
+            let fetched = github_raw(url);
+            let Ok(parsed) = reqwest::Url::parse(&fetched) else {
+                skipped.push(format!("[Malformed URL] {url}"));
+                continue;
+            };
+            if let Err(Refusal::BlockedHost(why)) =
+                vet(&parsed, self.config.allow_private, system_lookup).await
+            {
+                skipped.push(format!("[Blocked Host] {url} ({why})"));
+                continue;
+            }
+            let host = parsed.host_str().unwrap_or_default().to_owned();
+            if self.limits.take(&host, std::time::Instant::now()).is_err() {
+                skipped.push(format!("[Rate limit exceeded] {url}"));
+                continue;
+            }
+            targets.push((url.clone(), fetched));
+        }
+        (targets, skipped)
+    }
 }
 
 #[async_trait]
@@ -183,13 +228,20 @@ impl ToolInvocation for WebFetchInvocation {
         cancel: CancellationToken,
         _output: OutputSink,
     ) -> Result<ToolResult, ToolError> {
-        let targets: Vec<(String, String)> = self
-            .urls
-            .iter()
-            .map(|u| (u.clone(), github_raw(u)))
-            .collect();
+        let (targets, skipped) = tokio::select! {
+            admitted = self.admit() => admitted,
+            _ = cancel.cancelled() => {
+                return Err(ToolError::new(ToolErrorKind::Cancelled, "web fetch was cancelled"));
+            }
+        };
+        if targets.is_empty() {
+            return Err(ToolError::execution(format!(
+                "All requested URLs were skipped: {}",
+                skipped.join(", ")
+            )));
+        }
         let fetched = tokio::select! {
-            r = fetch_all(&self.config, &targets) => r?,
+            r = fetch_all(&self.config, &targets, self.check.clone()) => r?,
             _ = cancel.cancelled() => {
                 return Err(ToolError::new(ToolErrorKind::Cancelled, "web fetch was cancelled"));
             }
@@ -204,7 +256,15 @@ impl ToolInvocation for WebFetchInvocation {
                 errors.join("; ")
             )));
         }
-        let mut text = format!("The user asked: {}\n", self.prompt);
+        let mut text = String::new();
+        if !skipped.is_empty() {
+            text.push_str("[Warning] The following URLs were skipped:\n");
+            for s in &skipped {
+                text.push_str(&format!("- {s}\n"));
+            }
+            text.push('\n');
+        }
+        text.push_str(&format!("The user asked: {}\n", self.prompt));
         for f in &fetched {
             text.push_str(&render(f));
         }

@@ -6,6 +6,18 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 
 use super::contract::ToolError;
+use super::web_fetch_guard::{self, Refusal};
+
+/// An error with its causes ("error sending request" alone says little).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        out.push_str(&format!(": {cause}"));
+        source = cause.source();
+    }
+    out
+}
 
 /// Bodies are read up to this size; more is never needed to produce
 /// `max_chars` of text, and it bounds memory per URL.
@@ -21,6 +33,42 @@ pub struct FetchConfig {
     pub max_chars: usize,
     /// Honour HTTP(S)_PROXY / NO_PROXY from the environment.
     pub use_env_proxy: bool,
+    /// Let loopback, private and link-local addresses through
+    /// (`geminid.webFetch.allowPrivateNetwork`).
+    pub allow_private: bool,
+}
+
+/// Redirects followed at most per URL, as the reference's client does.
+const MAX_REDIRECTS: usize = 10;
+
+/// The proxy variables reqwest honours: with one set, connections go to
+/// the proxy, which resolves the target itself.
+fn env_proxy_set() -> bool {
+    ["HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some() || std::env::var_os(v.to_lowercase()).is_some())
+}
+
+/// Checks one hop (the URL as given, or a redirect's target).
+pub type HopCheck = std::sync::Arc<
+    dyn Fn(reqwest::Url) -> futures::future::BoxFuture<'static, Result<(), String>> + Send + Sync,
+>;
+
+/// The hop check of `config`: [`web_fetch_guard::vet`] with the system
+/// resolver.
+pub fn hop_check(config: &FetchConfig) -> HopCheck {
+    let allow_private = config.allow_private;
+    std::sync::Arc::new(move |url: reqwest::Url| {
+        Box::pin(async move {
+            web_fetch_guard::vet(&url, allow_private, web_fetch_guard::system_lookup)
+                .await
+                .map(|_| ())
+                .map_err(|r| match r {
+                    Refusal::BlockedHost(why) => why,
+                    Refusal::RateLimited => "rate limited".to_owned(),
+                })
+        })
+    })
 }
 
 /// The outcome for one URL.
@@ -37,25 +85,35 @@ pub struct Fetched {
 }
 
 /// Fetches each `(url, fetched_url)` concurrently; results keep the order.
+/// Every hop is checked with `check` (redirects are followed here, not by
+/// the client, so that each target is vetted before it is requested).
+/// Without a proxy and without `allow_private`, the client's own resolver
+/// refuses private addresses too, so a name cannot resolve to a public
+/// address for the check and a private one for the connection.
 pub async fn fetch_all(
     config: &FetchConfig,
     targets: &[(String, String)],
+    check: HopCheck,
 ) -> Result<Vec<Fetched>, ToolError> {
     let mut builder = reqwest::Client::builder()
         .user_agent(concat!("geminid-web-fetch/", env!("CARGO_PKG_VERSION")))
-        .redirect(reqwest::redirect::Policy::limited(10));
+        .redirect(reqwest::redirect::Policy::none());
     if !config.use_env_proxy {
         builder = builder.no_proxy();
+    }
+    let via_proxy = config.use_env_proxy && env_proxy_set();
+    if !(config.allow_private || via_proxy) {
+        builder = builder.dns_resolver(std::sync::Arc::new(web_fetch_guard::PublicOnlyResolver));
     }
     let client = builder
         .build()
         .map_err(|e| ToolError::execution(format!("cannot create HTTP client: {e}")))?;
     let mut set = JoinSet::new();
     for (i, (url, fetched_url)) in targets.iter().enumerate() {
-        let (client, config) = (client.clone(), config.clone());
+        let (client, config, check) = (client.clone(), config.clone(), check.clone());
         let (url, fetched_url) = (url.clone(), fetched_url.clone());
         set.spawn(async move {
-            let outcome = tokio::time::timeout(config.timeout, get(&client, &fetched_url))
+            let outcome = tokio::time::timeout(config.timeout, get(&client, &fetched_url, &check))
                 .await
                 .unwrap_or_else(|_| {
                     Err(format!(
@@ -97,13 +155,41 @@ pub async fn fetch_all(
     Ok(out.into_iter().flatten().collect())
 }
 
-/// One GET, returning the body as text.
-async fn get(client: &reqwest::Client, url: &str) -> Result<String, String> {
-    let mut resp = client
-        .get(url)
-        .send()
-        .await
-        .map_err(|e| format!("request failed: {e}"))?;
+/// One GET (following redirects, each hop checked), returning the body
+/// as text.
+async fn get(client: &reqwest::Client, url: &str, check: &HopCheck) -> Result<String, String> {
+    let mut next = reqwest::Url::parse(url).map_err(|e| format!("bad URL: {e}"))?;
+    let mut hops = 0;
+    let mut resp = loop {
+        check(next.clone()).await?;
+        let resp = client
+            .get(next.clone())
+            .send()
+            .await
+            .map_err(|e| format!("request failed: {}", error_chain(&e)))?;
+        if !resp.status().is_redirection() {
+            break resp;
+        }
+        let Some(location) = resp
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|v| v.to_str().ok())
+        else {
+            break resp;
+        };
+        hops += 1;
+        if hops > MAX_REDIRECTS {
+            return Err(format!("more than {MAX_REDIRECTS} redirects"));
+        }
+        next = next
+            .join(location)
+            .map_err(|e| format!("bad redirect to {location}: {e}"))?;
+        if !matches!(next.scheme(), "http" | "https") {
+            return Err(format!(
+                "redirect to {next}: only http and https are fetched"
+            ));
+        }
+    };
     let status = resp.status();
     if !status.is_success() {
         return Err(format!("HTTP {status}"));

@@ -5,6 +5,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 use super::super::contract::ContentPart;
+use super::super::web_fetch_http::HopCheck;
 use super::*;
 
 /// Serves canned responses by path until the test ends.
@@ -26,7 +27,8 @@ async fn serve() -> String {
                     }
                 }
                 let req = String::from_utf8_lossy(&req).into_owned();
-                let path = req.split_whitespace().nth(1).unwrap_or("/").to_owned();
+                let target = req.split_whitespace().nth(1).unwrap_or("/");
+                let path = target.split('?').next().unwrap_or("/").to_owned();
                 let (status, ctype, body, extra) = respond(&path).await;
                 let head = format!(
                     "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
@@ -52,6 +54,15 @@ async fn respond(path: &str) -> (&'static str, &'static str, Vec<u8>, String) {
         "/big" => ("200 OK", "text/plain", vec![b'a'; 150_000], String::new()),
         "/bin" => ("200 OK", "image/png", vec![0x89, b'P', b'N', b'G', 0, 1], String::new()),
         "/moved" => ("302 Found", "text/plain", Vec::new(), "Location: /text\r\n".to_owned()),
+        p if p.starts_with("/redirect/") => (
+            "302 Found",
+            "text/plain",
+            Vec::new(),
+            format!(
+                "Location: http://127.0.0.1:{}/text\r\n",
+                p.trim_start_matches("/redirect/")
+            ),
+        ),
         "/slow" => {
             tokio::time::sleep(Duration::from_secs(5)).await;
             ("200 OK", "text/plain", b"late".to_vec(), String::new())
@@ -60,11 +71,21 @@ async fn respond(path: &str) -> (&'static str, &'static str, Vec<u8>, String) {
     }
 }
 
+/// The local test server is on 127.0.0.1: these tools may reach it.
 fn tool() -> WebFetchTool {
     WebFetchTool::new(FetchConfig {
         timeout: Duration::from_millis(800),
         max_chars: DEFAULT_MAX_CHARS,
         use_env_proxy: false,
+        allow_private: true,
+    })
+}
+
+/// A tool as the daemon builds it: private addresses refused.
+fn guarded_tool() -> WebFetchTool {
+    WebFetchTool::new(FetchConfig {
+        allow_private: false,
+        ..tool().config.clone()
     })
 }
 
@@ -179,6 +200,111 @@ async fn confirmation_lists_the_urls() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[tokio::test]
+async fn private_hosts_are_refused_unless_the_setting_allows_them() {
+    let base = serve().await;
+    let port = base.rsplit(':').next().unwrap().to_owned();
+    let (_d, ctx) = ctx();
+    for url in [
+        format!("{base}/text"),
+        format!("http://localhost:{port}/text"),
+        format!("http://127.1:{port}/text"),
+        format!("http://[::1]:{port}/text"),
+        format!("http://[::ffff:127.0.0.1]:{port}/text"),
+        "http://169.254.169.254/latest/meta-data/".to_owned(),
+        "http://10.0.0.1/".to_owned(),
+    ] {
+        let inv = guarded_tool()
+            .build(&ctx, &json!({ "prompt": format!("get {url}") }))
+            .unwrap();
+        let err = inv
+            .execute(CancellationToken::new(), OutputSink::discard())
+            .await
+            .unwrap_err();
+        assert!(
+            err.message
+                .starts_with("All requested URLs were skipped: [Blocked Host]"),
+            "{url}: {}",
+            err.message
+        );
+    }
+    // The session's setting lets the same fetch through.
+    let mut allowed = ctx.clone();
+    allowed.settings.web_fetch_allow_private = true;
+    let inv = guarded_tool()
+        .build(&allowed, &json!({ "prompt": format!("get {base}/text") }))
+        .unwrap();
+    let r = inv
+        .execute(CancellationToken::new(), OutputSink::discard())
+        .await
+        .unwrap();
+    assert!(format!("{:?}", r.llm_content).contains("plain text body"));
+}
+
+/// Every redirect hop is checked before it is requested: a first hop that
+/// is let through cannot redirect the fetch somewhere that is not.
+#[tokio::test]
+async fn every_redirect_hop_is_checked() {
+    let a = serve().await;
+    let b = serve().await;
+    let b_port = b.rsplit(':').next().unwrap().to_owned();
+    let allowed_host = reqwest::Url::parse(&a).unwrap().port();
+    let check: HopCheck = std::sync::Arc::new(move |url: reqwest::Url| {
+        Box::pin(async move {
+            if url.port() == allowed_host {
+                Ok(())
+            } else {
+                Err(format!("access to {url} is blocked"))
+            }
+        })
+    });
+    let config = tool().config.clone();
+    let url = format!("{a}/redirect/{b_port}");
+    let got = fetch_all(&config, &[(url.clone(), url)], check)
+        .await
+        .unwrap();
+    let err = got[0].error.clone().unwrap_or_default();
+    assert!(err.contains("is blocked"), "{err}");
+    assert!(got[0].text.is_empty());
+}
+
+#[tokio::test]
+async fn each_host_is_fetched_at_most_ten_times_a_minute() {
+    let base = serve().await;
+    let (_d, ctx) = ctx();
+    let tool = tool();
+    let urls: Vec<String> = (0..11).map(|i| format!("{base}/text?n={i}")).collect();
+    let inv = tool
+        .build(&ctx, &json!({ "prompt": urls.join(" ") }))
+        .unwrap();
+    let r = inv
+        .execute(CancellationToken::new(), OutputSink::discard())
+        .await
+        .unwrap();
+    let text = format!("{:?}", r.llm_content);
+    assert!(
+        text.contains("[Warning] The following URLs were skipped"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!("[Rate limit exceeded] {}", urls[10])),
+        "{text}"
+    );
+    // The window is shared by later calls (and sessions) of the daemon.
+    let inv = tool
+        .build(&ctx, &json!({ "prompt": format!("{base}/page") }))
+        .unwrap();
+    let err = inv
+        .execute(CancellationToken::new(), OutputSink::discard())
+        .await
+        .unwrap_err();
+    assert!(
+        err.message.contains("[Rate limit exceeded]"),
+        "{}",
+        err.message
+    );
 }
 
 #[test]
