@@ -62,6 +62,9 @@ pub struct TestDaemon {
     /// Where the daemon's stderr goes (appended across restarts); `None`
     /// inherits the test's.
     pub stderr_log: Option<PathBuf>,
+    /// The daemon's umask (through `sh -c 'umask ...; exec ...'`); `None`
+    /// inherits the test's.
+    pub umask: Option<u32>,
     child: Option<Child>,
 }
 
@@ -74,6 +77,14 @@ impl TestDaemon {
     /// Starts a daemon with extra environment variables.
     pub fn start_with_env(env: &[(&str, &str)]) -> TestDaemon {
         let mut daemon = Self::unstarted(env);
+        daemon.spawn();
+        daemon
+    }
+
+    /// Starts a daemon running with `umask`.
+    pub fn start_with_umask(umask: u32) -> TestDaemon {
+        let mut daemon = Self::unstarted(&[]);
+        daemon.umask = Some(umask);
         daemon.spawn();
         daemon
     }
@@ -118,6 +129,7 @@ impl TestDaemon {
                 .collect(),
             dir,
             stderr_log: None,
+            umask: None,
             child: None,
         };
         std::fs::create_dir_all(daemon.home()).expect("home");
@@ -135,7 +147,17 @@ impl TestDaemon {
                 .expect("daemon stderr log"),
             None => Stdio::inherit(),
         };
-        let child = Command::new(geminid_bin())
+        let mut command = match self.umask {
+            None => Command::new(geminid_bin()),
+            Some(mask) => {
+                let mut sh = Command::new("/bin/sh");
+                sh.arg("-c")
+                    .arg(format!("umask {mask:03o} && exec \"$0\" \"$@\""))
+                    .arg(geminid_bin());
+                sh
+            }
+        };
+        let child = command
             .arg("--socket")
             .arg(&self.socket)
             .arg("--data-dir")

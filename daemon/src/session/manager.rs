@@ -13,7 +13,7 @@ use super::actor::{self, ActorDeps};
 use super::handle::SessionHandle;
 use crate::policy::ApprovalMode;
 use crate::store::{self, SessionRecord};
-use crate::tools::root::{self, PinnedRoot, RootError, RootId};
+use crate::tools::root::{self, PinnedRoot, RootId};
 
 pub struct SessionManager {
     deps: ActorDeps,
@@ -236,21 +236,20 @@ impl SessionManager {
 }
 
 /// Pins a stored session's root again, refusing a directory that is not
-/// the one the session was created in.
+/// the one the session was created in: replaced, moved away, or turned
+/// into a symlink (the open follows none).
 fn repin(record: &SessionRecord) -> Result<PinnedRoot, SessionError> {
     let path = std::path::Path::new(&record.cwd);
-    let pinned = match (record.root_dev, record.root_ino) {
-        (Some(dev), Some(ino)) => PinnedRoot::reopen(path, RootId { dev, ino }),
-        _ => PinnedRoot::open(path),
-    };
-    pinned.map_err(|e| match e {
-        RootError::Replaced { .. } => SessionError::RootChanged {
-            id: record.id.clone(),
-            reason: e.to_string(),
-        },
-        RootError::Open { .. } => SessionError::InvalidCwd {
+    match (record.root_dev, record.root_ino) {
+        (Some(dev), Some(ino)) => {
+            PinnedRoot::reopen(path, RootId { dev, ino }).map_err(|e| SessionError::RootChanged {
+                id: record.id.clone(),
+                reason: e.to_string(),
+            })
+        }
+        _ => PinnedRoot::open(path).map_err(|e| SessionError::InvalidCwd {
             cwd: record.cwd.clone(),
             reason: e.to_string(),
-        },
-    })
+        }),
+    }
 }
