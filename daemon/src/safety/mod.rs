@@ -12,6 +12,9 @@
 //!   (`Cargo.toml`, `package.json`, `Makefile`, ...) asks even in autoEdit
 //!   and yolo and is refused when non-interactive, with Gemini CLI 0.61's
 //!   message. A deny stays a deny.
+//! * **Editor configuration**: in autoEdit, `write_file` and `replace` of
+//!   a file under `.vscode` ask (refused non-interactive), as 0.61's
+//!   path checker does in that mode.
 //!
 //! It stands above `tools/` and `policy/` (it names both) and below
 //! `session/`, whose driver calls [`Guard::check`].
@@ -23,13 +26,16 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::policy::Decision;
+use crate::policy::{ApprovalMode, Decision};
 use crate::tools::ToolKind;
 pub use protected::{DaemonPaths, ProtectedPaths};
 
 /// The message of a build-file decision, as in the reference.
 pub const BUILD_FILE_MESSAGE: &str =
     "Modifying build configuration files requires explicit user confirmation";
+/// The message of an editor-configuration decision, as in the reference.
+pub const VSCODE_MESSAGE: &str =
+    "Modifying .vscode configuration files requires explicit user confirmation";
 
 /// What the checks need to know of one call.
 #[derive(Debug, Clone)]
@@ -42,6 +48,7 @@ pub struct CallFacts<'a> {
     pub locations: Vec<PathBuf>,
     /// The session's primary root, for relative path arguments.
     pub root: &'a Path,
+    pub mode: ApprovalMode,
     pub interactive: bool,
 }
 
@@ -125,8 +132,41 @@ impl Guard {
                 reason: format!("{BUILD_FILE_MESSAGE}{nobody}"),
             });
         }
+        let editor_config = call.mode == ApprovalMode::AutoEdit
+            && matches!(call.tool_name, "write_file" | "replace")
+            && targets.iter().any(|t| {
+                t.strip_prefix(call.root)
+                    .is_ok_and(|rel| rel.iter().any(is_vscode_segment))
+            });
+        if decision == Decision::Allow && editor_config {
+            return Some(SafetyVerdict {
+                decision: stricter,
+                source: "Editor Configuration",
+                reason: format!("{VSCODE_MESSAGE}{nobody}"),
+            });
+        }
         None
     }
+}
+
+/// `.vscode`, as the reference compares it (case, trailing dots and spaces,
+/// stream suffixes and 8.3 short names `VSCODE~1`, `VS1A2B~1` included).
+fn is_vscode_segment(segment: &std::ffi::OsStr) -> bool {
+    let text = segment.to_string_lossy();
+    let head = text.split(':').next().unwrap_or_default();
+    let clean = head.trim_end_matches([' ', '.']).to_lowercase();
+    if clean == ".vscode" {
+        return true;
+    }
+    let Some((stem, number)) = clean.split_once('~') else {
+        return false;
+    };
+    !number.is_empty()
+        && number.bytes().all(|b| b.is_ascii_digit())
+        && (stem == "vscode"
+            || stem.strip_prefix("vs").is_some_and(|hex| {
+                hex.len() == 4 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
+            }))
 }
 
 /// The path arguments of a call, as the reference's path checker finds

@@ -214,6 +214,7 @@ fn decisions() {
             args: &args,
             locations: location.map(PathBuf::from).into_iter().collect(),
             root: Path::new(ws),
+            mode: ApprovalMode::Yolo,
             interactive,
         };
         let got = g.check(&facts, decision);
@@ -235,6 +236,7 @@ fn explanations_say_why() {
         args: &args,
         locations: vec![PathBuf::from("/b/home/.gemini/policies/x.toml")],
         root: Path::new("/b/home"),
+        mode: ApprovalMode::AutoEdit,
         interactive: false,
     };
     let v = g.check(&facts, Decision::Allow).unwrap();
@@ -258,4 +260,44 @@ fn explanations_say_why() {
         v.explain(),
         "safety (Build File Protection): Modifying build configuration files requires explicit user confirmation"
     );
+}
+
+/// In autoEdit, writes under `.vscode` ask (as 0.61's path checker asks);
+/// in yolo they do not.
+#[test]
+fn editor_configuration_asks_in_auto_edit() {
+    let g = guard(Path::new("/b"));
+    let check = |mode, tool: &str, rel: &str, interactive| {
+        let path = format!("/w/{rel}");
+        let args = json!({"file_path": path});
+        let facts = CallFacts {
+            tool_name: tool,
+            tool_kind: ToolKind::Edit,
+            args: &args,
+            locations: vec![PathBuf::from(&path)],
+            root: Path::new("/w"),
+            mode,
+            interactive,
+        };
+        g.check(&facts, Decision::Allow)
+            .map(|v| (v.decision, v.source))
+    };
+    use ApprovalMode::{AutoEdit, Yolo};
+    let asked = Some((Decision::AskUser, "Editor Configuration"));
+    assert_eq!(
+        check(AutoEdit, "write_file", ".vscode/settings.json", true),
+        asked
+    );
+    assert_eq!(check(AutoEdit, "replace", "a/.VSCODE/x.json", true), asked);
+    assert_eq!(check(AutoEdit, "write_file", "VSCODE~1/x", true), asked);
+    assert_eq!(
+        check(AutoEdit, "write_file", ".vscode/tasks.json", false),
+        Some((Decision::Deny, "Editor Configuration"))
+    );
+    assert_eq!(
+        check(Yolo, "write_file", ".vscode/settings.json", true),
+        None
+    );
+    assert_eq!(check(AutoEdit, "write_file", ".idea/x.xml", true), None);
+    assert_eq!(check(AutoEdit, "write_file", "vscode/x", true), None);
 }

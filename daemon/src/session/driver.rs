@@ -274,6 +274,7 @@ impl Actor {
             args: &call.args,
             locations: invocation.locations().into_iter().map(|l| l.path).collect(),
             root: &self.ctx.workspace_root,
+            mode: self.record.approval_mode,
             interactive: self.record.interactive,
         };
         let stricter = self.deps.guard.check(&facts, verdict.decision);
