@@ -24,6 +24,8 @@ pub struct Daemon {
     pub model: Arc<crate::model::ModelSlot>,
     /// GEMINI.md memory per workspace.
     pub memory: Arc<crate::memory::MemoryCache>,
+    /// The safety checks applied after the policy.
+    pub guard: Arc<crate::safety::Guard>,
     policy_watcher: Mutex<Option<PolicyWatcher>>,
     /// Fired to stop the daemon (signal, `daemon.shutdown`).
     pub shutdown: CancellationToken,
@@ -52,6 +54,9 @@ impl Daemon {
             &config.user_gemini_dir.join("settings.json"),
         ));
         let memory = Arc::new(crate::memory::MemoryCache::new(&config.user_gemini_dir));
+        let guard = Arc::new(crate::safety::Guard::new(
+            crate::safety::ProtectedPaths::discover(&crate::safety::DaemonPaths::of(&config)),
+        ));
         let sessions = SessionManager::new(ActorDeps {
             store,
             registry: registry.clone(),
@@ -60,9 +65,7 @@ impl Daemon {
             model: model.clone(),
             memory: memory.clone(),
             turn_limits: config.turn_limits,
-            guard: Arc::new(crate::safety::Guard::new(
-                crate::safety::ProtectedPaths::discover(&crate::safety::DaemonPaths::of(&config)),
-            )),
+            guard: guard.clone(),
             user_settings: config.user_gemini_dir.join("settings.json"),
         });
         // Status changes go to the daemon's sessions, which exist only once
@@ -96,6 +99,7 @@ impl Daemon {
             discovery,
             model,
             memory,
+            guard,
             policy_watcher: Mutex::new(None),
             shutdown,
             started: Instant::now(),

@@ -305,6 +305,40 @@ async fn build_file_edits_ask_even_in_auto_edit_and_yolo() {
         std::fs::read_to_string(ws.join("package.json")).unwrap(),
         "old\n"
     );
+    // `policy.check` (gemctl policy check) explains the same decisions.
+    let cargo = json!({"file_path": ws.join("Cargo.toml"), "content": "x"});
+    for (mode, interactive, want) in [(Yolo, true, "ask_user"), (AutoEdit, false, "deny")] {
+        let r = c
+            .check_policy(
+                None,
+                Some(ws.display().to_string()),
+                "write_file".into(),
+                Some(cargo.clone()),
+                Some(mode),
+                Some(interactive),
+            )
+            .await
+            .unwrap();
+        assert_eq!(r.decision, want, "{r:?}");
+        assert!(
+            r.reason.starts_with("safety (Build File Protection)"),
+            "{r:?}"
+        );
+    }
+    let s = session(&c, &d.home(), Yolo, true).await;
+    let r = c
+        .check_policy(
+            Some(s),
+            None,
+            "write_file".into(),
+            Some(json!({"file_path": d.home().join(".gemini/policies/x.toml"), "content": "x"})),
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(r.decision, "ask_user", "{r:?}");
+    assert!(r.reason.starts_with("safety (Protected Files)"), "{r:?}");
 }
 
 /// A local server that counts the requests it gets and would hand out a

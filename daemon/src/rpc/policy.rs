@@ -8,7 +8,8 @@ use serde_json::Value;
 
 use super::rpc_error;
 use crate::daemon::Daemon;
-use crate::policy::{SessionAllowlist, check_tool};
+use crate::policy::{Decision, SessionAllowlist, check_tool};
+use crate::tools::ToolKind;
 use crate::wire;
 
 pub struct CheckRequest {
@@ -27,14 +28,14 @@ pub async fn check(daemon: &Daemon, req: CheckRequest) -> RpcResult<PolicyCheckR
     let mode = req.approval_mode.map(wire::approval_mode_from);
     if let Some(session_id) = req.session_id {
         let handle = daemon.sessions.get(&session_id)?;
+        let (record, _) = handle.info().await?;
         let check = handle
-            .check_policy(req.tool_name, args, mode, req.interactive)
+            .check_policy(req.tool_name.clone(), args.clone(), mode, req.interactive)
             .await?;
-        return Ok(wire::policy_check(
-            &check.verdict,
-            check.mode,
-            check.interactive,
-        ));
+        let mut result = wire::policy_check(&check.verdict, check.mode, check.interactive);
+        let root = std::path::PathBuf::from(&record.cwd);
+        apply_safety(daemon, &req.tool_name, &args, &root, &mut result);
+        return Ok(result);
     }
     if let Some(cwd) = &req.cwd
         && !std::path::Path::new(cwd).is_dir()
@@ -55,7 +56,47 @@ pub async fn check(daemon: &Daemon, req: CheckRequest) -> RpcResult<PolicyCheckR
         interactive,
         &SessionAllowlist::new(),
     );
-    Ok(wire::policy_check(&verdict, mode, interactive))
+    let mut result = wire::policy_check(&verdict, mode, interactive);
+    let root = req
+        .cwd
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| std::path::PathBuf::from("/"));
+    apply_safety(daemon, &req.tool_name, &args, &root, &mut result);
+    Ok(result)
+}
+
+/// The safety checks a call would meet after the policy, on the call's
+/// path arguments as given (a dry run resolves no symlinks): a stricter
+/// decision replaces the policy's, and the reason says which check.
+fn apply_safety(
+    daemon: &Daemon,
+    tool_name: &str,
+    args: &Value,
+    root: &std::path::Path,
+    result: &mut PolicyCheckResult,
+) {
+    let decision = match result.decision.as_str() {
+        "allow" => Decision::Allow,
+        "ask_user" => Decision::AskUser,
+        _ => return,
+    };
+    let tool_kind = daemon
+        .registry
+        .get(tool_name)
+        .map_or(ToolKind::Other, |t| t.tool.kind());
+    let facts = crate::safety::CallFacts {
+        tool_name,
+        tool_kind,
+        args,
+        locations: Vec::new(),
+        root,
+        mode: wire::approval_mode_from(result.approval_mode),
+        interactive: result.interactive,
+    };
+    if let Some(safety) = daemon.guard.check(&facts, decision) {
+        result.decision = safety.decision.as_str().to_owned();
+        result.reason = safety.explain();
+    }
 }
 
 pub fn list(daemon: &Daemon) -> PolicyList {
