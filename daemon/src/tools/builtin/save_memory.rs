@@ -174,7 +174,10 @@ fn save_locked(path: &Path, fact: &str, gate: &common::CommitGate) -> Result<(),
     rustix::fs::flock(&dir_handle, rustix::fs::FlockOperation::LockExclusive)
         .map_err(|e| common::io_error("lock", dir, &e.into()))?;
     let current = read_current(path)?;
-    common::atomic_write(path, add_memory(&current, fact).as_bytes(), gate)?;
+    // A memory file that is a symlink (dotfiles kept elsewhere) is written
+    // where it points, and stays a symlink.
+    let target = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
+    common::atomic_write(&target, add_memory(&current, fact).as_bytes(), gate)?;
     drop(dir_handle);
     Ok(())
 }

@@ -148,3 +148,36 @@ fn file_lock_alone_serializes_writers() {
         "{content}"
     );
 }
+
+/// A memory file kept elsewhere behind a symlink is updated in place; the
+/// link stays a link. A FIFO in its place is refused, not waited on.
+#[tokio::test]
+async fn a_linked_memory_file_is_written_through_and_a_fifo_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(base.join("dotfiles")).unwrap();
+    std::fs::create_dir_all(base.join(".gemini")).unwrap();
+    std::fs::write(base.join("dotfiles/GEMINI.md"), "# Mine\n").unwrap();
+    let link = base.join(".gemini/GEMINI.md");
+    std::os::unix::fs::symlink(base.join("dotfiles/GEMINI.md"), &link).unwrap();
+    let ws = Ws::new();
+    let tool = SaveMemoryTool::new(link.clone());
+    run(&tool, &ws.ctx, json!({"fact": "linked"})).await.unwrap();
+    assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
+    let text = std::fs::read_to_string(base.join("dotfiles/GEMINI.md")).unwrap();
+    assert!(text.starts_with("# Mine\n") && text.contains("- linked\n"), "{text}");
+    let fifo = base.join("fifo/GEMINI.md");
+    std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    let err = run(&SaveMemoryTool::new(fifo), &ws.ctx, json!({"fact": "x"}))
+        .await
+        .unwrap_err();
+    assert!(err.message.contains("not a regular file"), "{err}");
+}
