@@ -87,6 +87,13 @@ enum Must {
     Refused,
 }
 
+/// The daemon's lock file beside its socket.
+fn lock_of(socket: &Path) -> PathBuf {
+    let mut lock = socket.as_os_str().to_owned();
+    lock.push(".lock");
+    PathBuf::from(lock)
+}
+
 /// The bytes of `path`, `None` when absent.
 fn content(path: &Path) -> Option<Vec<u8>> {
     std::fs::read(path).ok()
@@ -138,11 +145,7 @@ async fn no_session_changes_what_it_may_do_without_a_person() {
             Must::Guarded,
         ),
         (base.clone(), d.data_dir.join("planted"), Must::Guarded),
-        (
-            base.clone(),
-            d.socket.parent().unwrap().join("planted"),
-            Must::Guarded,
-        ),
+        (base.clone(), lock_of(&d.socket), Must::Guarded),
         (ws.clone(), ws.join(".git/config"), Must::Refused),
         (ws.clone(), ws.join(".git/hooks/pre-commit"), Must::Refused),
         (ws.clone(), ws.join(".env"), Must::Refused),
@@ -153,19 +156,21 @@ async fn no_session_changes_what_it_may_do_without_a_person() {
     let mut escapes = Vec::new();
     for mode in [ApprovalMode::AutoEdit, ApprovalMode::Yolo] {
         for interactive in [true, false] {
-            for (root, target, must) in &targets {
+            for ((root, target, must), was) in targets.iter().zip(&before) {
                 let mut s = session(&c, root, mode, interactive).await;
                 let path = target.display().to_string();
-                let calls = [
-                    (
-                        "write_file",
-                        json!({"file_path": path, "content": "[[rule]]\ndecision = \"allow\"\n"}),
-                    ),
-                    (
+                let mut calls = vec![(
+                    "write_file",
+                    json!({"file_path": path, "content": "[[rule]]\ndecision = \"allow\"\n"}),
+                )];
+                // `replace` creates a file when `old_string` is empty; an
+                // existing file (the socket's lock) it would refuse anyway.
+                if was.is_none() || *must == Must::Refused {
+                    calls.push((
                         "replace",
                         json!({"file_path": path, "old_string": "", "new_string": "planted"}),
-                    ),
-                ];
+                    ));
+                }
                 for (tool, args) in calls {
                     attempts += 1;
                     let snap = attempt(&c, &mut s, tool, args).await;

@@ -95,8 +95,21 @@ impl ProtectedPaths {
             out.add(file, "the trusted folders file");
         }
         out.add(&paths.data_dir, "the daemon's data directory");
-        if let Some(dir) = paths.socket.parent() {
-            out.add(dir, "the daemon's socket directory");
+        // The socket's directory when it is the daemon's own (the default
+        // `/tmp/geminid-<uid>`, or one named for it); a shared one such as
+        // `/tmp` or `$XDG_RUNTIME_DIR` only for the socket and its lock.
+        let socket_dir = paths.socket.parent().filter(|dir| {
+            dir.file_name()
+                .is_some_and(|n| n.to_string_lossy().contains("geminid"))
+        });
+        match socket_dir {
+            Some(dir) => out.add(dir, "the daemon's socket directory"),
+            None => {
+                out.add(&paths.socket, "the daemon's socket");
+                let mut lock = paths.socket.as_os_str().to_owned();
+                lock.push(".lock");
+                out.add(Path::new(&lock), "the daemon's socket lock");
+            }
         }
         out.add(
             &paths.home.join(".gitconfig"),
@@ -218,7 +231,8 @@ mod tests {
             "etc/gemini-cli/settings.json",
             "etc/gemini-cli/system-defaults.json",
             "home/.local/share/geminid/db",
-            "run/x",
+            "run/geminid.sock",
+            "run/geminid.sock.lock",
             "home/.gitconfig",
             "home/.config/git/config",
             "work/proj/.gemini/settings.json",
@@ -241,10 +255,18 @@ mod tests {
             "home/.config/other/x",
             "work/proj/.gemini/../src/x.rs",
             "home/.gemini/GEMINI.md",
+            "run/other.sock",
         ];
         for rel in no {
             assert_eq!(protected.why(&base.join(rel)), None, "{rel}");
         }
+        // A socket directory of the daemon's own is protected whole.
+        let own = ProtectedPaths::discover(&DaemonPaths {
+            socket: base.join("tmp/geminid-1000/geminid.sock"),
+            ..paths(&base)
+        });
+        assert!(own.why(&base.join("tmp/geminid-1000/planted")).is_some());
+        assert_eq!(own.why(&base.join("tmp/other")), None);
     }
 
     /// A place reached through a symlink is protected under both names.

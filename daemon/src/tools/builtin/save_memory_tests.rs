@@ -162,10 +162,15 @@ async fn a_linked_memory_file_is_written_through_and_a_fifo_refused() {
     std::os::unix::fs::symlink(base.join("dotfiles/GEMINI.md"), &link).unwrap();
     let ws = Ws::new();
     let tool = SaveMemoryTool::new(link.clone());
-    run(&tool, &ws.ctx, json!({"fact": "linked"})).await.unwrap();
+    run(&tool, &ws.ctx, json!({"fact": "linked"}))
+        .await
+        .unwrap();
     assert!(link.symlink_metadata().unwrap().file_type().is_symlink());
     let text = std::fs::read_to_string(base.join("dotfiles/GEMINI.md")).unwrap();
-    assert!(text.starts_with("# Mine\n") && text.contains("- linked\n"), "{text}");
+    assert!(
+        text.starts_with("# Mine\n") && text.contains("- linked\n"),
+        "{text}"
+    );
     let fifo = base.join("fifo/GEMINI.md");
     std::fs::create_dir_all(fifo.parent().unwrap()).unwrap();
     rustix::fs::mknodat(
