@@ -13,6 +13,7 @@ use serde_json::{Value, json};
 
 pub use gemctl::{Client, GeminidApiClient};
 
+pub mod abuse;
 pub mod fake_model;
 
 /// The names of the write-ahead log's `wal.<n>` segments in a data

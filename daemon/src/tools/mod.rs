@@ -2,6 +2,7 @@
 //! workspace roots and path confinement, the paths no tool touches,
 //! argument validation and the built-in tools.
 
+mod beneath;
 pub mod builtin;
 pub mod contract;
 pub mod declarations;

@@ -1,4 +1,5 @@
 use super::*;
+use rustix::fs::{FileType, Mode};
 use std::os::unix::fs::symlink;
 
 struct Fixture {

@@ -9,6 +9,7 @@ use super::{contract, path};
 
 use contract::Tool;
 
+mod atomic_write;
 pub mod cached_walk;
 pub mod common;
 pub mod diff;
