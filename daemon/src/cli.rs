@@ -29,6 +29,7 @@ struct Args {
 /// Runs the daemon with the process's arguments.
 pub fn main() -> ExitCode {
     crate::heap::share_arenas();
+    raise_open_file_limit();
     let args = Args::parse();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::new(&args.log))
@@ -66,6 +67,20 @@ pub fn main() -> ExitCode {
         Err(e) => {
             eprintln!("geminid: {e}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// Every loaded session holds its workspace root open (`tools/root.rs`),
+/// beside every connection's socket: the soft limit on open files (often
+/// 1024) goes up to the hard one, as daemons do.
+fn raise_open_file_limit() {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        limit.current = limit.maximum;
+        if let Err(e) = setrlimit(Resource::Nofile, limit) {
+            eprintln!("geminid: could not raise the open-file limit: {e}");
         }
     }
 }
