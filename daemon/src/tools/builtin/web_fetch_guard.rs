@@ -325,6 +325,17 @@ mod tests {
         assert!(vet(&url("http://localhost/"), true, fake).await.is_ok());
     }
 
+    /// The connection's own resolver refuses a name that resolves to a
+    /// private address (here `localhost`, from /etc/hosts), so a check
+    /// passed earlier cannot be undone by a second, different answer.
+    #[tokio::test]
+    async fn the_client_resolver_refuses_private_answers() {
+        use reqwest::dns::Resolve;
+        let name: reqwest::dns::Name = "localhost".parse().unwrap();
+        let err = PublicOnlyResolver.resolve(name).await.err().unwrap();
+        assert!(err.to_string().contains("is blocked"), "{err}");
+    }
+
     #[test]
     fn ten_per_host_per_minute() {
         let limits = RateLimits::default();
