@@ -7,7 +7,7 @@
 //! and an [`OutputSink`] for streaming output; it returns a [`ToolResult`]
 //! with content for the model and content for people.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+pub use super::context::ToolContext;
+pub use super::error::{ToolError, ToolErrorKind};
 pub use super::root::PinnedRoot;
 pub use super::settings::ToolSettings;
 
@@ -159,51 +161,6 @@ impl ToolResult {
     }
 }
 
-/// Why a call failed. The message is shown to the model and to people.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
-#[error("{message}")]
-pub struct ToolError {
-    pub kind: ToolErrorKind,
-    pub message: String,
-}
-
-/// Coarse classes of tool failure, so clients can react without parsing text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolErrorKind {
-    /// The arguments are wrong (schema or the tool's own checks).
-    InvalidParams,
-    /// A path is outside the workspace or otherwise not allowed.
-    PathNotAllowed,
-    /// A file or directory the call needs does not exist.
-    NotFound,
-    /// The tool ran and failed.
-    Execution,
-    /// The call ran out of time.
-    Timeout,
-    /// The call was cancelled while running.
-    Cancelled,
-    /// The tool's backend (an MCP server, a discovery command) is unavailable.
-    Unavailable,
-}
-
-impl ToolError {
-    pub fn new(kind: ToolErrorKind, message: impl Into<String>) -> Self {
-        ToolError {
-            kind,
-            message: message.into(),
-        }
-    }
-
-    pub fn invalid(message: impl Into<String>) -> Self {
-        Self::new(ToolErrorKind::InvalidParams, message)
-    }
-
-    pub fn execution(message: impl Into<String>) -> Self {
-        Self::new(ToolErrorKind::Execution, message)
-    }
-}
-
 /// What a person is asked before a call runs.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -229,68 +186,6 @@ pub enum ConfirmationDetails {
         prompt: String,
         urls: Vec<String>,
     },
-}
-
-/// The session's facts a tool needs to build and run a call: its pinned
-/// roots and the settings that shape file access.
-#[derive(Debug, Clone)]
-pub struct ToolContext {
-    /// The primary root's path, canonical (symlinks resolved) when pinned.
-    pub workspace_root: PathBuf,
-    /// Every root, the primary first (then include directories).
-    roots: Vec<PinnedRoot>,
-    pub settings: ToolSettings,
-}
-
-impl ToolContext {
-    /// Pins `workspace_root` (canonicalized first) with default settings.
-    pub fn new(workspace_root: impl AsRef<Path>) -> std::io::Result<Self> {
-        let canonical = workspace_root.as_ref().canonicalize()?;
-        let root = PinnedRoot::open(&canonical).map_err(std::io::Error::other)?;
-        Ok(Self::pinned(root, Vec::new(), ToolSettings::default()))
-    }
-
-    /// A context over roots pinned by the caller: `primary`, then `extra`
-    /// (include directories).
-    pub fn pinned(primary: PinnedRoot, extra: Vec<PinnedRoot>, settings: ToolSettings) -> Self {
-        let mut roots = vec![primary];
-        roots.extend(extra);
-        ToolContext {
-            workspace_root: roots[0].path().to_path_buf(),
-            roots,
-            settings,
-        }
-    }
-
-    /// The primary root.
-    pub fn root(&self) -> &PinnedRoot {
-        &self.roots[0]
-    }
-
-    pub fn roots(&self) -> &[PinnedRoot] {
-        &self.roots
-    }
-
-    /// The root `raw` is spelled under (the deepest, when roots nest), else
-    /// the primary one, whose resolution then explains the refusal.
-    pub fn root_for(&self, raw: &str) -> &PinnedRoot {
-        let path = Path::new(raw);
-        self.roots
-            .iter()
-            .filter(|r| r.contains(path))
-            .max_by_key(|r| r.path().as_os_str().len())
-            .unwrap_or(&self.roots[0])
-    }
-
-    /// Resolves the path argument `raw` (named `param`) in the root it is
-    /// spelled under ([`super::path::resolve_in_workspace`]) and refuses
-    /// the paths no file tool touches ([`super::sensitive`]).
-    pub fn resolve(&self, raw: &str, param: &str) -> Result<(PinnedRoot, PathBuf), ToolError> {
-        let root = self.root_for(raw);
-        let path = super::path::resolve_in_workspace(root, raw, param)?;
-        super::sensitive::refuse_sensitive(root.path(), &path, param)?;
-        Ok((root.clone(), path))
-    }
 }
 
 /// Receives streaming output while a call runs. Cheap to clone.

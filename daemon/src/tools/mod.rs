@@ -4,8 +4,10 @@
 
 mod beneath;
 pub mod builtin;
+mod context;
 pub mod contract;
 pub mod declarations;
+mod error;
 pub mod path;
 pub mod registry;
 pub mod root;

@@ -14,7 +14,7 @@ use rustix::io::Errno;
 
 pub use super::beneath::{Walked, walk};
 use super::beneath::{leads_outside, open_plain_beneath, plain};
-use super::contract::{ToolError, ToolErrorKind};
+use super::error::{ToolError, ToolErrorKind};
 pub use super::root::PinnedRoot;
 
 /// Resolves `raw` (a path argument named `param`) in `root`. The result is

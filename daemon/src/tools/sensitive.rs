@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use super::contract::{ToolError, ToolErrorKind};
+use super::error::{ToolError, ToolErrorKind};
 
 /// The segment of `rel` that makes it sensitive, if one does. Segments are
 /// compared as 0.61 compares them: split on `/` and `\`, an NTFS stream
