@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use clap::Subcommand;
 use geminid_protocol::api::GeminidApiClient;
 
-use super::{Ctx, Failure, Outcome, exit, print_json};
 use crate::Client;
+use crate::command::{Ctx, Failure, Outcome, exit, print_json};
 
 #[derive(Subcommand)]
 pub enum DaemonCommand {
