@@ -105,6 +105,16 @@ fn probe_starts_the_daemon_when_none_answers() {
             );
         cmd
     };
+    // Whatever happens below, the daemon the probe starts is stopped.
+    struct Stop<F: Fn()>(F);
+    impl<F: Fn()> Drop for Stop<F> {
+        fn drop(&mut self) {
+            (self.0)()
+        }
+    }
+    let _stop = Stop(|| {
+        let _ = gemctl(&["daemon", "stop"]).output();
+    });
     let (code, out, err) = run(gemctl(&["mcp", "probe", "python3", "probe_peer.py"]));
     let log = std::fs::read_to_string(base.join("run/geminid.sock.log")).unwrap_or_default();
     assert_eq!(code, 0, "{out}{err}\ndaemon log:\n{log}");
