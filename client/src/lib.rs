@@ -20,6 +20,8 @@ mod acp;
 mod chat;
 pub mod cli;
 mod client;
+mod command;
+mod edit;
 mod mcp_serve;
 pub mod transport;
 

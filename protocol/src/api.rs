@@ -3,12 +3,18 @@
 //! Params are passed by name (a JSON object). Optional params may be left
 //! out. Errors use the codes in [`crate::error`].
 
+// jsonrpsee generates a client and a server function per method, with a
+// parameter per named param: `mcp.probe` has seven.
+#![allow(clippy::too_many_arguments)]
+
 use jsonrpsee::core::{RpcResult, SubscriptionResult};
 use jsonrpsee::proc_macros::rpc;
 use serde_json::Value;
 
 use crate::event::SessionEvent;
-use crate::mcp::{CommandDiscoveryInfo, McpList, McpServerInfo};
+use std::collections::BTreeMap;
+
+use crate::mcp::{CommandDiscoveryInfo, McpList, McpProbeResult, McpServerInfo};
 use crate::policy::{PolicyCheckResult, PolicyList};
 use crate::session::{Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SessionInfo};
 use crate::tool::{ConfirmResult, ConfirmationOutcome, ToolCallStarted, ToolInfo};
@@ -212,6 +218,41 @@ pub trait GeminidApi {
     /// server) and connects again at once. Answers when the attempt ended.
     #[method(name = "mcp.restart", param_kind = map)]
     async fn restart_mcp(&self, name: String) -> RpcResult<McpServerInfo>;
+
+    /// `mcp.probe {target, call?, args?, headers?, cwd?, env?,
+    /// acceptElicitationDefaults?}`: one connection to a server that need
+    /// not be configured, through the same client code as configured
+    /// servers: connects, lists its tools, calls `call` with `args` (a JSON
+    /// object, default `{}`) when given, closes, and answers with what it
+    /// found.
+    ///
+    /// `target` is a URL (a path ending in `/sse` means legacy SSE, any
+    /// other streamable HTTP), or a command line: its words, or one string
+    /// split on whitespace. A command runs as the daemon's user in `cwd`
+    /// (default: the daemon's directory) with the daemon's environment and
+    /// `env` over it; its whole process group is killed when the probe
+    /// ends. `headers` go with every HTTP request.
+    ///
+    /// `acceptElicitationDefaults: true` answers the server's
+    /// `elicitation/create` requests with `accept` and each property's
+    /// `default` (and advertises the elicitation capability); without it
+    /// they are declined, as for configured servers, since the daemon has
+    /// nobody to ask. `gemctl mcp probe` sets it.
+    ///
+    /// A call may take up to 120 s; the probe stops (and the server is
+    /// told) when the client disconnects. A server that cannot be reached,
+    /// listed or called is error -32050, saying which step failed.
+    #[method(name = "mcp.probe", param_kind = map, with_extensions)]
+    async fn probe_mcp(
+        &self,
+        target: Vec<String>,
+        call: Option<String>,
+        args: Option<Value>,
+        headers: Option<BTreeMap<String, String>>,
+        cwd: Option<String>,
+        env: Option<BTreeMap<String, String>>,
+        #[argument(rename = "acceptElicitationDefaults")] accept_elicitation_defaults: Option<bool>,
+    ) -> RpcResult<McpProbeResult>;
 
     /// `tool.rediscover {sessionId?}`: runs `tools.discoveryCommand` again
     /// (in the session's workspace root, else the daemon's directory) and

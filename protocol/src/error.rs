@@ -37,3 +37,6 @@ pub const SHUTTING_DOWN: i32 = -32020;
 pub const MODEL_NOT_CONFIGURED: i32 = -32040;
 /// The session store failed (disk full, read-only, corrupt).
 pub const STORE_ERROR: i32 = -32030;
+/// `mcp.probe` could not connect to the server, list its tools or call
+/// the tool; the message says which and why.
+pub const MCP_PROBE_FAILED: i32 = -32050;

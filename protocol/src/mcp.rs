@@ -1,7 +1,8 @@
-//! Wire types of tool discovery: MCP servers (`mcp.list`, `mcp.restart`)
-//! and command-based discovery (`tool.rediscover`).
+//! Wire types of tool discovery: MCP servers (`mcp.list`, `mcp.restart`,
+//! `mcp.probe`) and command-based discovery (`tool.rediscover`).
 
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 /// `mcp.list`: every configured MCP server and the discovery state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -58,4 +59,51 @@ pub struct CommandDiscoveryInfo {
     /// What was wrong with the last run's output (it may still have
     /// registered the good declarations).
     pub problems: Vec<String>,
+}
+
+/// `mcp.probe`: what one connection to a server that is not configured
+/// found.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpProbeResult {
+    /// The server's answer to `initialize` (`protocolVersion`,
+    /// `capabilities`, `serverInfo`, `instructions`), as it sent it.
+    pub server: Option<Value>,
+    /// Every tool as the server declared it, in its order, with
+    /// `inputSchema` sanitized the way the model gets it.
+    pub tools: Vec<Value>,
+    /// The call's result, when a call was asked for.
+    pub result: Option<McpProbeCall>,
+    /// The call's progress notifications as text lines (`[3/10] message`),
+    /// in order; batched and capped like a session's tool output.
+    pub progress: Vec<String>,
+}
+
+/// The result of the call an `mcp.probe` made.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpProbeCall {
+    /// The tool that was called.
+    pub tool: String,
+    /// What it answered, converted the way the model gets it.
+    pub content: Vec<McpProbeContent>,
+}
+
+/// One part of a probed call's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum McpProbeContent {
+    /// Text (resources, links and structured content become text too).
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image or audio; only its size is reported.
+    InlineData {
+        /// Its media type (`image/png`).
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+        /// Its size in bytes (decoded).
+        bytes: u64,
+    },
 }

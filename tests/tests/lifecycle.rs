@@ -205,10 +205,12 @@ async fn a_call_awaiting_approval_at_sigterm_is_stored_as_cancelled() {
 
 #[test]
 fn a_peer_with_another_uid_is_refused() {
-    if rustix::process::getuid().as_raw() != 0 {
-        println!("SKIPPED a_peer_with_another_uid_is_refused: needs root to switch uid");
-        return;
-    }
+    assert_eq!(
+        rustix::process::getuid().as_raw(),
+        0,
+        "this test adds a user and switches to it, which needs root (CI runs \
+         it as root): run `cargo test -p geminid-tests --test lifecycle` as root"
+    );
     let user = "geminidtest";
     let exists = Command::new("id").arg("-u").arg(user).output().unwrap();
     if !exists.status.success() {

@@ -1,12 +1,16 @@
 //! The MCP conformance suite's core client scenarios that need no OAuth,
-//! with `gemctl mcp probe` as the client under test.
+//! with `gemctl mcp probe` as the client under test: the daemon's MCP
+//! client, reached through `mcp.probe`.
 
 mod peers;
 
 use std::process::Command;
 
+use geminid_tests::TestDaemon;
+
 fn scenario(name: &str) {
-    let Some(p) = peers::peers() else { return };
+    let p = peers::peers();
+    let daemon = TestDaemon::start();
     let out_dir = tempfile::tempdir().expect("tempdir");
     let command = format!("{} mcp probe", geminid_tests::gemctl_bin().display());
     // `npx` inside the peers folder runs the suite on its Node 22.
@@ -22,6 +26,7 @@ fn scenario(name: &str) {
         ])
         .arg(out_dir.path())
         .current_dir(&p)
+        .env("GEMINID_SOCKET", &daemon.socket)
         .output()
         .expect("npx conformance");
     let text = format!(

@@ -14,7 +14,7 @@ use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn killed_server_is_unavailable_then_reconnects() {
-    let Some(p) = peers() else { return };
+    let p = peers();
     let d = daemon_with_settings(&json!({"mcpServers": {"e": {"command": everything(&p)}}}));
     let c = d.client().await;
     let mut sub_pid = server(&connected(&c, &["e"]).await, "e").pid.expect("pid");
@@ -61,7 +61,7 @@ async fn killed_server_is_unavailable_then_reconnects() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn cancelling_a_running_mcp_call_ends_it_at_once() {
-    let Some(p) = peers() else { return };
+    let p = peers();
     let d = daemon_with_settings(&json!({"mcpServers": {"e": {"command": everything(&p)}}}));
     let c = d.client().await;
     connected(&c, &["e"]).await;
@@ -95,7 +95,7 @@ async fn cancelling_a_running_mcp_call_ends_it_at_once() {
 #[tokio::test(flavor = "multi_thread")]
 async fn calls_fail_fast_while_the_server_is_down() {
     use std::os::unix::fs::PermissionsExt;
-    let Some(p) = peers() else { return };
+    let p = peers();
     let dir = tempfile::tempdir().unwrap();
     let flag = dir.path().join("up");
     let launcher = dir.path().join("launch.sh");

@@ -11,7 +11,7 @@
 //! store reopens sled and replays the write-ahead log once the fault is
 //! gone (`session/store.rs`); the daemon recovers without a restart.
 //!
-//! Needs root (mount); skipped, saying so, otherwise.
+//! Needs root (mount); fails, saying so, otherwise.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -45,22 +45,26 @@ fn mount(args: &[&str], at: &Path) -> Result<(), String> {
     }
 }
 
-fn on_tmpfs() -> Option<OnTmpfs> {
-    if !rustix::process::geteuid().is_root() {
-        eprintln!("SKIPPED: store fault tests mount a tmpfs and need root");
-        return None;
-    }
+fn on_tmpfs() -> OnTmpfs {
+    assert!(
+        rustix::process::geteuid().is_root(),
+        "the store fault tests mount a small tmpfs and need root (CI runs \
+         them as root): run `cargo test -p geminid-tests --test store_faults` as root"
+    );
     let mut d = TestDaemon::start();
     d.kill9();
     let data = d.data_dir.clone();
     std::fs::remove_dir_all(&data).unwrap();
     std::fs::create_dir(&data).unwrap();
     if let Err(e) = mount(&["-t", "tmpfs", "-o", "size=24m,mode=0700", "tmpfs"], &data) {
-        eprintln!("SKIPPED: cannot mount a tmpfs ({e})");
-        return None;
+        panic!(
+            "cannot mount a tmpfs at {} as root: {e} (the store fault tests need \
+             mount(8) from util-linux and a kernel that lets root mount tmpfs)",
+            data.display()
+        );
     }
     d.spawn();
-    Some(OnTmpfs { d, mount: data })
+    OnTmpfs { d, mount: data }
 }
 
 /// Fills the file system of `dir` up to the last byte.
@@ -215,14 +219,14 @@ fn full_disk() -> (impl FnOnce(&Path), impl FnOnce(&Path)) {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_full_disk_waits_reports_and_a_restart_recovers() {
-    let Some(mut t) = on_tmpfs() else { return };
+    let mut t = on_tmpfs();
     let (fill_it, free_it) = full_disk();
     fault_and_recover(&mut t, "full", fill_it, free_it, false).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_full_disk_recovers_without_a_restart() {
-    let Some(mut t) = on_tmpfs() else { return };
+    let mut t = on_tmpfs();
     let (fill_it, free_it) = full_disk();
     fault_and_recover(&mut t, "full", fill_it, free_it, true).await;
 }
@@ -232,7 +236,7 @@ async fn a_full_disk_recovers_without_a_restart() {
 /// and starts normally once the mount is writable again.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_read_only_data_dir_fails_the_start_clearly() {
-    let Some(mut t) = on_tmpfs() else { return };
+    let mut t = on_tmpfs();
     let c = t.d.client().await;
     let sid = new_session(&c, &t.d.workspace).await;
     drop(c);

@@ -19,7 +19,7 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
 use crate::Client;
-use crate::cli::{Failure, Outcome, exit};
+use crate::command::{Failure, Outcome, exit};
 use follow::Follow;
 use rpc::{Peer, code, daemon_error};
 

@@ -6,7 +6,7 @@ use geminid_protocol::session::ApprovalMode;
 
 use super::style::Style;
 use crate::Client;
-use crate::cli::Failure;
+use crate::command::Failure;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Command {

@@ -33,7 +33,7 @@ use jsonrpsee::core::client::SubscriptionClientT;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::Client;
-use crate::cli::{Ctx, Failure, Outcome, exit};
+use crate::command::{Ctx, Failure, Outcome, exit};
 use confirm::{Answer, Change, Confirmations};
 use render::View;
 use screen::Screen;
@@ -340,7 +340,7 @@ impl Chat<'_> {
             let args = call.args.clone();
             let screen = self.view.screen.clone();
             screen.suspend();
-            let edited = tokio::task::spawn_blocking(move || crate::cli::confirm::edit_args(&args))
+            let edited = tokio::task::spawn_blocking(move || crate::edit::edit_args(&args))
                 .await
                 .unwrap_or_else(|e| Err(e.to_string()));
             screen.resume();

@@ -7,7 +7,8 @@ use geminid_protocol::event::{EventPayload, SubscriptionClosed};
 use jsonrpsee::core::client::SubscriptionClientT;
 
 use super::confirm::Prompter;
-use super::{Ctx, Failure, Outcome, exit, print_json, render};
+use super::render;
+use crate::command::{Ctx, Failure, Outcome, exit, print_json};
 
 pub async fn attach(ctx: &Ctx, session_id: &str, since: u64, confirm: bool) -> Outcome {
     let client = ctx.connect().await?;

@@ -8,7 +8,8 @@ use geminid_protocol::tool::CallState;
 use serde_json::Value;
 
 use super::confirm::Prompter;
-use super::{Ctx, Failure, Outcome, exit, print_json, render};
+use super::render;
+use crate::command::{Ctx, Failure, Outcome, exit, print_json};
 
 pub async fn tools(ctx: &Ctx, session: Option<String>) -> Outcome {
     let client = ctx.connect().await?;

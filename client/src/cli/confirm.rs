@@ -7,11 +7,11 @@ use std::io::Write;
 
 use geminid_protocol::api::GeminidApiClient;
 use geminid_protocol::tool::{CallState, ConfirmationOutcome, ToolCallSnapshot};
-use serde_json::Value;
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 
 use super::render;
 use crate::Client;
+use crate::edit::edit_args;
 
 pub struct Prompter {
     session_id: String,
@@ -84,7 +84,11 @@ impl Prompter {
     }
 
     /// Acts on an answer line.
-    pub async fn answer(&mut self, client: &Client, line: &str) -> Result<(), super::Failure> {
+    pub async fn answer(
+        &mut self,
+        client: &Client,
+        line: &str,
+    ) -> Result<(), crate::command::Failure> {
         let Some(call_id) = self.asking.clone() else {
             return Ok(());
         };
@@ -115,7 +119,10 @@ impl Prompter {
         {
             Ok(result) if result.accepted => {}
             Ok(_) => println!("  another client answered first"),
-            Err(e) => println!("  not accepted: {}", super::Failure::from(e).message),
+            Err(e) => println!(
+                "  not accepted: {}",
+                crate::command::Failure::from(e).message
+            ),
         }
         Ok(())
     }
@@ -126,27 +133,4 @@ fn order_key(call_id: &str) -> u64 {
         .strip_prefix("call-")
         .and_then(|n| n.parse().ok())
         .unwrap_or(u64::MAX)
-}
-
-/// Opens the arguments in `$VISUAL`/`$EDITOR` and reads them back.
-pub(crate) fn edit_args(args: &Value) -> Result<Value, String> {
-    let editor = std::env::var("VISUAL")
-        .or_else(|_| std::env::var("EDITOR"))
-        .unwrap_or_else(|_| "vi".to_owned());
-    let path = std::env::temp_dir().join(format!("gemctl-args-{}.json", std::process::id()));
-    let text = serde_json::to_string_pretty(args).map_err(|e| e.to_string())?;
-    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-    let status = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!("{editor} \"$1\""))
-        .arg("sh")
-        .arg(&path)
-        .status()
-        .map_err(|e| format!("cannot run {editor}: {e}"))?;
-    let edited = std::fs::read_to_string(&path).map_err(|e| e.to_string());
-    let _ = std::fs::remove_file(&path);
-    if !status.success() {
-        return Err(format!("{editor} exited with {status}; nothing sent"));
-    }
-    serde_json::from_str(&edited?).map_err(|e| format!("the edited arguments are not JSON: {e}"))
 }

@@ -8,15 +8,16 @@ use std::time::{Duration, Instant};
 use clap::Subcommand;
 use geminid_protocol::api::GeminidApiClient;
 
-use super::{Ctx, Failure, Outcome, exit, print_json};
 use crate::Client;
+use crate::command::{Ctx, Failure, Outcome, exit, print_json};
 
 #[derive(Subcommand)]
 pub enum DaemonCommand {
     /// Start geminid in the background unless one already answers
     #[command(after_help = super::examples::DAEMON_START)]
     Start {
-        /// The geminid binary [default: next to gemctl, else on PATH]
+        /// The geminid binary [default: $GEMINID_BIN, else next to gemctl,
+        /// else on PATH]
         #[arg(long)]
         bin: Option<PathBuf>,
         /// Directory for the session store (passed to geminid)
@@ -40,8 +41,29 @@ pub async fn run(ctx: &Ctx, cmd: DaemonCommand) -> Outcome {
 }
 
 async fn start(ctx: &Ctx, bin: Option<PathBuf>, data_dir: Option<PathBuf>) -> Outcome {
+    let (client, started) = connect_or_start(ctx, bin, data_dir).await?;
+    let what = match started {
+        Started::Now => "started",
+        Started::Before => "already running",
+    };
+    report_running(ctx, &client, what)
+}
+
+/// Whether [`connect_or_start`] started the daemon.
+pub(super) enum Started {
+    Now,
+    Before,
+}
+
+/// A client of the daemon on `ctx.socket`, started first (in the
+/// background, its output in `<socket>.log`) when none answers there.
+pub(super) async fn connect_or_start(
+    ctx: &Ctx,
+    bin: Option<PathBuf>,
+    data_dir: Option<PathBuf>,
+) -> Result<(Client, Started), Failure> {
     if let Ok(client) = ctx.connect().await {
-        return report_running(ctx, &client, "already running");
+        return Ok((client, Started::Before));
     }
     let bin = bin.unwrap_or_else(geminid_binary);
     let log_path = log_path(&ctx.socket);
@@ -79,12 +101,12 @@ async fn start(ctx: &Ctx, bin: Option<PathBuf>, data_dir: Option<PathBuf>) -> Ou
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         if let Ok(client) = ctx.connect().await {
-            return report_running(ctx, &client, "started");
+            return Ok((client, Started::Now));
         }
         if let Ok(Some(status)) = child.try_wait() {
             // Lost a race with another `daemon start`: that one serves now.
             if let Ok(client) = ctx.connect().await {
-                return report_running(ctx, &client, "already running");
+                return Ok((client, Started::Before));
             }
             return Err(Failure::new(
                 exit::FAILED,
@@ -180,9 +202,12 @@ async fn status(ctx: &Ctx) -> Outcome {
     Ok(exit::OK)
 }
 
-/// `geminid` next to this executable (a cargo build or an install puts
-/// them together), else whatever PATH finds.
+/// `$GEMINID_BIN`, else `geminid` next to this executable (a cargo build
+/// or an install puts them together), else whatever PATH finds.
 fn geminid_binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("GEMINID_BIN").filter(|v| !v.is_empty()) {
+        return PathBuf::from(bin);
+    }
     std::env::current_exe()
         .ok()
         .and_then(|exe| exe.parent().map(|dir| dir.join("geminid")))

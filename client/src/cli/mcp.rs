@@ -1,13 +1,17 @@
 //! `gemctl mcp`: MCP servers and tool discovery.
 //!
-//! `probe` does not talk to the daemon: it runs the daemon library's MCP
-//! client in this process (`geminid::discovery::mcp::probe`), so it tests
-//! exactly the code the daemon uses.
+//! `probe` asks the daemon (`mcp.probe`, starting the daemon when none
+//! answers), so it tests exactly the client code configured servers go
+//! through. A command runs in this directory with this environment.
+
+use std::collections::BTreeMap;
 
 use clap::Subcommand;
 use geminid_protocol::api::GeminidApiClient;
+use serde_json::{Value, json};
 
-use super::{Ctx, Failure, Outcome, exit, print_json};
+use super::daemon::{Started, connect_or_start};
+use crate::command::{Ctx, Failure, Outcome, exit, print_json};
 
 #[derive(Subcommand)]
 pub enum McpCommand {
@@ -25,8 +29,9 @@ pub enum McpCommand {
         session: Option<String>,
     },
     /// One-shot: connect to a server, list its tools, optionally call one
+    /// (through the daemon, started if none answers)
     #[command(
-        after_help = "TARGET is a URL (ending in /sse: legacy SSE, else streamable HTTP) or a command line.\n\nExamples:\n  gemctl mcp probe http://127.0.0.1:3001/mcp\n  gemctl mcp probe --call echo --args '{\"message\":\"hi\"}' -- npx mcp-server-everything"
+        after_help = "TARGET is a URL (ending in /sse: legacy SSE, else streamable HTTP) or a command line, run in this directory with this environment. Elicitation requests are accepted with each field's default. With MCP_CONFORMANCE_SCENARIO set and no --call, the call that conformance scenario expects is made.\n\nExamples:\n  gemctl mcp probe http://127.0.0.1:3001/mcp\n  gemctl mcp probe --call echo --args '{\"message\":\"hi\"}' -- npx mcp-server-everything"
     )]
     Probe {
         /// Call this tool after listing
@@ -127,6 +132,21 @@ async fn list(ctx: &Ctx) -> Outcome {
     Ok(exit::OK)
 }
 
+/// The call a conformance scenario expects when none is given (the MCP
+/// conformance suite runs `gemctl mcp probe URL` with the scenario's name
+/// in `MCP_CONFORMANCE_SCENARIO`).
+fn scenario_call() -> Option<(String, Value)> {
+    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").ok()?;
+    match scenario.as_str() {
+        "tools_call" => Some(("add_numbers".into(), json!({"a": 5, "b": 3}))),
+        "elicitation-sep1034-client-defaults" => {
+            Some(("test_client_elicitation_defaults".into(), json!({})))
+        }
+        "sse-retry" => Some(("test_reconnection".into(), json!({}))),
+        _ => None,
+    }
+}
+
 async fn probe(
     ctx: &Ctx,
     call: Option<String>,
@@ -134,8 +154,7 @@ async fn probe(
     headers: Vec<String>,
     target: Vec<String>,
 ) -> Outcome {
-    use geminid::discovery::mcp::probe::{ProbeRequest, probe};
-    let mut header_map = std::collections::BTreeMap::new();
+    let mut header_map = BTreeMap::new();
     for h in headers {
         let Some((k, v)) = h.split_once(':') else {
             return Err(Failure::new(
@@ -145,16 +164,51 @@ async fn probe(
         };
         header_map.insert(k.trim().to_owned(), v.trim().to_owned());
     }
-    let report = probe(ProbeRequest {
-        target,
-        call,
-        args,
-        headers: header_map,
-    })
-    .await
-    .map_err(|e| Failure::new(exit::FAILED, e.to_string()))?;
+    let call = match (call, args) {
+        (Some(name), Some(text)) => match serde_json::from_str::<Value>(&text) {
+            Ok(args @ Value::Object(_)) => Some((name, args)),
+            Ok(_) | Err(_) => {
+                return Err(Failure::new(
+                    exit::FAILED,
+                    format!("the arguments are not a JSON object: {text}"),
+                ));
+            }
+        },
+        (Some(name), None) => Some((name, json!({}))),
+        (None, _) => scenario_call(),
+    };
+    let (name, args) = call.unzip();
+    let cwd = std::env::current_dir()
+        .ok()
+        .map(|dir| dir.display().to_string());
+    // What a command would have found had it been run from here.
+    let env: BTreeMap<String, String> = std::env::vars_os()
+        .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
+        .collect();
+    let (client, started) = connect_or_start(ctx, None, None).await?;
+    if let Started::Now = started {
+        eprintln!(
+            "gemctl: started geminid (pid {}) on {}",
+            client.daemon.pid,
+            ctx.socket.display()
+        );
+    }
+    let report = client
+        .probe_mcp(
+            target,
+            name,
+            args,
+            Some(header_map),
+            cwd,
+            Some(env),
+            Some(true),
+        )
+        .await?;
+    for batch in &report.progress {
+        eprint!("{batch}");
+    }
     if ctx.json {
-        return print_json(&serde_json::json!({
+        return print_json(&json!({
             "server": report.server,
             "tools": report.tools,
             "result": report.result,
@@ -175,6 +229,8 @@ async fn probe(
         .collect();
     println!("tools: {}", names.join(", "));
     if let Some(result) = &report.result {
+        let result =
+            serde_json::to_value(result).map_err(|e| Failure::new(exit::FAILED, e.to_string()))?;
         println!("{result}");
     }
     Ok(exit::OK)

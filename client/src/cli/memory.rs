@@ -3,7 +3,7 @@
 use geminid_protocol::api::GeminidApiClient;
 use geminid_protocol::turn::{ImportNode, MemoryInfo};
 
-use super::{Ctx, Outcome, exit, print_json};
+use crate::command::{Ctx, Outcome, exit, print_json};
 
 #[derive(clap::Subcommand)]
 pub enum MemoryCommand {

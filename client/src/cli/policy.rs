@@ -8,7 +8,7 @@ use geminid_protocol::policy::RuleRef;
 use geminid_protocol::session::ApprovalMode;
 use serde_json::Value;
 
-use super::{Ctx, Failure, Outcome, exit, print_json};
+use crate::command::{Ctx, Failure, Outcome, exit, print_json};
 
 #[derive(Subcommand)]
 pub enum PolicyCommand {

@@ -12,7 +12,8 @@ use geminid_protocol::tool::{CallState, ToolCallSnapshot};
 use serde_json::json;
 
 use super::confirm::Prompter;
-use super::{Ctx, Failure, Outcome, exit, render};
+use super::render;
+use crate::command::{Ctx, Failure, Outcome, exit};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {

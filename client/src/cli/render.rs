@@ -5,7 +5,7 @@ use geminid_protocol::tool::{
     CallState, ConfirmationRequest, ContentPart, ToolCallSnapshot, ToolDisplay,
 };
 
-use super::exit;
+use crate::command::exit;
 
 /// One line describing a call's new state (`None` for output deltas).
 pub fn state_line(call: &ToolCallSnapshot) -> Option<String> {

@@ -6,7 +6,7 @@ use clap::Subcommand;
 use geminid_protocol::api::GeminidApiClient;
 use geminid_protocol::session::{ApprovalMode, SessionInfo};
 
-use super::{Ctx, Failure, Outcome, exit, print_json};
+use crate::command::{Ctx, Failure, Outcome, exit, print_json};
 
 #[derive(Subcommand)]
 pub enum SessionCommand {

@@ -17,7 +17,7 @@ use geminid_protocol::session::ApprovalMode;
 use rmcp::ServiceExt;
 
 use crate::Client;
-use crate::cli::{Failure, Outcome, exit};
+use crate::command::{Failure, Outcome, exit};
 use server::DaemonTools;
 
 /// Which session the calls run in.

@@ -1,16 +1,24 @@
-//! `mcp.list`, `mcp.restart` and `tool.rediscover`: discovery state to wire
-//! types.
+//! `mcp.list`, `mcp.restart`, `mcp.probe` and `tool.rediscover`: discovery
+//! state to wire types.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use geminid_protocol::error as code;
-use geminid_protocol::mcp::{CommandDiscoveryInfo, McpList, McpPromptInfo, McpServerInfo};
+use geminid_protocol::mcp::{
+    CommandDiscoveryInfo, McpList, McpProbeCall, McpProbeContent, McpProbeResult, McpPromptInfo,
+    McpServerInfo,
+};
 use jsonrpsee::core::RpcResult;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
 use super::rpc_error;
 use crate::daemon::Daemon;
 use crate::discovery::CommandState;
+use crate::discovery::mcp::probe::{self, ProbeError, ProbeReport, ProbeRequest};
 use crate::discovery::mcp::server::ServerSnapshot;
+use crate::tools::ContentPart;
 
 fn server_info(s: ServerSnapshot) -> McpServerInfo {
     McpServerInfo {
@@ -75,4 +83,73 @@ pub async fn rediscover(
         None => std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
     };
     Ok(command_info(daemon.discovery.rediscover(&cwd).await))
+}
+
+/// The params of `mcp.probe`, as they came.
+pub struct ProbeParams {
+    pub target: Vec<String>,
+    pub call: Option<String>,
+    pub args: Option<Value>,
+    pub headers: Option<BTreeMap<String, String>>,
+    pub cwd: Option<String>,
+    pub env: Option<BTreeMap<String, String>>,
+    pub accept_elicitation_defaults: Option<bool>,
+}
+
+pub async fn probe(params: ProbeParams, closed: CancellationToken) -> RpcResult<McpProbeResult> {
+    let call = match (params.call, params.args) {
+        (Some(name), Some(Value::Object(args))) => Some((name, args)),
+        (Some(name), None | Some(Value::Null)) => Some((name, serde_json::Map::new())),
+        (Some(_), Some(other)) => {
+            return Err(rpc_error(
+                code::INVALID_PARAMS,
+                format!("args: the arguments are not a JSON object: {other}"),
+            ));
+        }
+        (None, Some(_)) => {
+            return Err(rpc_error(
+                code::INVALID_PARAMS,
+                "args: given without `call` (the tool to call)",
+            ));
+        }
+        (None, None) => None,
+    };
+    let request = ProbeRequest {
+        target: params.target,
+        call,
+        headers: params.headers.unwrap_or_default(),
+        cwd: params.cwd.map(PathBuf::from),
+        env: params.env.unwrap_or_default(),
+        accept_elicitation_defaults: params.accept_elicitation_defaults.unwrap_or(false),
+    };
+    match probe::probe(request, closed).await {
+        Ok(report) => Ok(probe_result(report)),
+        Err(e @ ProbeError::NoTarget) => Err(rpc_error(code::INVALID_PARAMS, e.to_string())),
+        Err(e @ (ProbeError::Open(_) | ProbeError::Call(_) | ProbeError::Cancelled)) => {
+            Err(rpc_error(code::MCP_PROBE_FAILED, e.to_string()))
+        }
+    }
+}
+
+fn probe_result(report: ProbeReport) -> McpProbeResult {
+    McpProbeResult {
+        server: report.server,
+        tools: report.tools,
+        result: report.result.map(|call| McpProbeCall {
+            tool: call.tool,
+            content: call.content.into_iter().map(probe_content).collect(),
+        }),
+        progress: report.progress,
+    }
+}
+
+fn probe_content(part: ContentPart) -> McpProbeContent {
+    match part {
+        ContentPart::Text { text } => McpProbeContent::Text { text },
+        ContentPart::InlineData { mime_type, data } => McpProbeContent::InlineData {
+            mime_type,
+            // Base64: four characters carry three bytes.
+            bytes: data.len() as u64 * 3 / 4,
+        },
+    }
 }

@@ -8,12 +8,13 @@ mod policy;
 mod subscribe;
 mod turn;
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use geminid_protocol::PROTOCOL_VERSION;
 use geminid_protocol::api::GeminidApiServer;
 use geminid_protocol::error as code;
-use geminid_protocol::mcp::{CommandDiscoveryInfo, McpList, McpServerInfo};
+use geminid_protocol::mcp::{CommandDiscoveryInfo, McpList, McpProbeResult, McpServerInfo};
 use geminid_protocol::policy::{PolicyCheckResult, PolicyList};
 use geminid_protocol::session::{
     Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SessionInfo,
@@ -310,6 +311,33 @@ impl GeminidApiServer for RpcHandler {
         session_id: Option<String>,
     ) -> RpcResult<CommandDiscoveryInfo> {
         mcp::rediscover(&self.daemon, session_id).await
+    }
+
+    async fn probe_mcp(
+        &self,
+        ext: &Extensions,
+        target: Vec<String>,
+        call: Option<String>,
+        args: Option<Value>,
+        headers: Option<BTreeMap<String, String>>,
+        cwd: Option<String>,
+        env: Option<BTreeMap<String, String>>,
+        accept_elicitation_defaults: Option<bool>,
+    ) -> RpcResult<McpProbeResult> {
+        let closed = ext
+            .get::<ConnectionContext>()
+            .map(|c| c.closed.clone())
+            .unwrap_or_default();
+        let params = mcp::ProbeParams {
+            target,
+            call,
+            args,
+            headers,
+            cwd,
+            env,
+            accept_elicitation_defaults,
+        };
+        mcp::probe(params, closed).await
     }
 
     async fn prompt(&self, session_id: String, text: String) -> RpcResult<PromptAccepted> {

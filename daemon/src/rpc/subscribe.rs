@@ -34,6 +34,10 @@ pub struct ConnectionContext {
     pub sink: MethodSink,
     /// Cancel to disconnect the client.
     pub disconnect: CancellationToken,
+    /// Fired when answers can no longer reach the client (it went away and
+    /// the grace for requests already read is over, or the daemon stops
+    /// serving it): work done only for this client (`mcp.probe`) stops.
+    pub closed: CancellationToken,
 }
 
 enum Stop {

@@ -55,6 +55,7 @@ impl Connection {
         // the writer drain what is queued and end.
         let kill = CancellationToken::new();
         let close = CancellationToken::new();
+        let closed = CancellationToken::new();
         let requests = TaskTracker::new();
         let writer = tokio::spawn(write_loop(
             write,
@@ -73,6 +74,7 @@ impl Connection {
             id: self.id,
             sink: sink.clone(),
             disconnect: kill.clone(),
+            closed: closed.clone(),
         });
         let mut state = State {
             methods: self.methods,
@@ -128,6 +130,9 @@ impl Connection {
                 tracing::warn!(conn = self.id, "requests still running at close; dropping their answers");
             }
         }
+        // Their answers can no longer go out: work done only for this
+        // client stops.
+        closed.cancel();
         drop(state);
         close.cancel();
         if tokio::time::timeout(CLOSE_GRACE, writer).await.is_err() {

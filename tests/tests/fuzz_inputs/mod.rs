@@ -5,7 +5,8 @@ use proptest::prelude::*;
 use serde_json::{Value, json};
 
 /// Every method, with the params it takes (`daemon.shutdown` is left out:
-/// it is supposed to stop the daemon).
+/// it is supposed to stop the daemon; so is `mcp.probe`: it runs the
+/// command it is given).
 const METHODS: &[(&str, &[&str])] = &[
     ("daemon.initialize", &["client"]),
     ("daemon.status", &[]),

@@ -1,11 +1,12 @@
-//! Shared by the MCP and discovery tests: where the real test peers live
-//! (`GEMINID_TEST_PEERS`, else `target/test-peers`, installed by
-//! `.ci/install-deps`), settings files, and polling helpers.
+//! Shared by the MCP, ACP and discovery tests: where the real test peers
+//! live (`GEMINID_TEST_PEERS`, else `target/test-peers`, installed by
+//! `.ci/install-deps` from `tests/peers/`), settings files, and polling
+//! helpers.
 
 #![allow(dead_code)]
 
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,25 +16,41 @@ use geminid_protocol::tool::ToolCallSnapshot;
 use geminid_tests::*;
 use serde_json::Value;
 
-/// The installed peers, or `None` (outside CI the test then says so and
-/// passes; under CI it fails).
-pub fn peers() -> Option<PathBuf> {
+/// What an installed copy of `tests/peers/` holds: the npm packages, the
+/// Python SDK's venv and our scripts.
+const INSTALLED: &[&str] = &[
+    "node_modules/.bin/mcp-server-everything",
+    "node_modules/.bin/mcp-server-filesystem",
+    "node_modules/.bin/node",
+    "node_modules/.bin/conformance",
+    "node_modules/.bin/acpx",
+    "node_modules/.bin/supergateway",
+    ".venv/bin/python",
+    "py_server.py",
+    "py_client.py",
+    "acp-client.mjs",
+];
+
+/// The installed peers. A test that needs them fails when they are
+/// missing (anywhere, not only under CI), saying how to install them.
+pub fn peers() -> PathBuf {
     let dir = std::env::var_os("GEMINID_TEST_PEERS")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/test-peers"));
-    if dir.join("node_modules/.bin/mcp-server-everything").exists() {
-        Some(dir)
-    } else if std::env::var_os("CI").is_some() {
-        // In CI the peers are installed by .ci/install-deps: missing peers
-        // there are a broken setup, not a reason to skip.
-        panic!("no MCP test peers in {} under CI", dir.display());
-    } else {
-        eprintln!(
-            "SKIPPED: no MCP test peers in {} (run .ci/install-deps or set GEMINID_TEST_PEERS)",
-            dir.display()
-        );
-        None
-    }
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/test-peers"));
+    let missing: Vec<&str> = INSTALLED
+        .iter()
+        .copied()
+        .filter(|path| !dir.join(path).exists())
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the MCP/ACP test peers are not installed in {}: {} missing. \
+         Install them with `bash .ci/install-deps` (from tests/peers/ into \
+         target/test-peers), or set GEMINID_TEST_PEERS to an installed copy",
+        dir.display(),
+        missing.join(", ")
+    );
+    dir
 }
 
 pub fn everything(peers: &std::path::Path) -> String {

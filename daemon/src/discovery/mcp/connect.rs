@@ -56,8 +56,9 @@ pub struct Hooks {
     progress: Mutex<HashMap<String, Arc<Progress>>>,
     /// Fired on `notifications/tools/list_changed` (and prompts).
     pub lists_changed: Notify,
-    /// Answer `elicitation/create` with each property's default (the probe)
-    /// instead of declining (the daemon has nobody to ask).
+    /// Answer `elicitation/create` with each property's default (a probe
+    /// asked for it: `acceptElicitationDefaults`) instead of declining (the
+    /// daemon has nobody to ask).
     pub accept_elicitation: bool,
     /// The last line a stdio server wrote that is not JSON (what was wrong
     /// with it); calls in flight watch it (see `stdio.rs`).
@@ -65,10 +66,11 @@ pub struct Hooks {
 }
 
 impl Hooks {
-    /// Hooks that accept elicitations with their defaults (the probe).
-    pub fn accepting() -> Hooks {
+    /// Hooks that answer elicitations with their defaults when
+    /// `accept_elicitation` holds, else decline them.
+    pub fn new(accept_elicitation: bool) -> Hooks {
         Hooks {
-            accept_elicitation: true,
+            accept_elicitation,
             ..Hooks::default()
         }
     }

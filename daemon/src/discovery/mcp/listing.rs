@@ -12,6 +12,9 @@ pub struct RemoteTool {
     pub name: String,
     pub description: String,
     pub schema: Value,
+    /// The whole declaration (title, annotations, output schema...), with
+    /// `inputSchema` replaced by the sanitized `schema`.
+    pub declared: Value,
 }
 
 #[derive(Debug, Clone)]
@@ -26,16 +29,25 @@ pub fn tools(listed: &[rmcp::model::Tool], config: &ServerConfig) -> Vec<RemoteT
     listed
         .iter()
         .filter_map(|t| serde_json::to_value(t).ok())
-        .filter_map(|t| {
+        .filter_map(|mut t| {
             let name = t.get("name")?.as_str()?.to_owned();
-            config.tool_enabled(&name).then(|| RemoteTool {
-                description: t
-                    .get("description")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned(),
-                schema: schema::sanitize(t.get("inputSchema")),
+            if !config.tool_enabled(&name) {
+                return None;
+            }
+            let schema = schema::sanitize(t.get("inputSchema"));
+            let description = t
+                .get("description")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            if let Some(map) = t.as_object_mut() {
+                map.insert("inputSchema".into(), schema.clone());
+            }
+            Some(RemoteTool {
                 name,
+                description,
+                schema,
+                declared: t,
             })
         })
         .collect()

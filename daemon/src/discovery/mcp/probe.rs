@@ -1,52 +1,88 @@
-//! One-shot MCP probe (`gemctl mcp probe`): connect to a URL or a command,
-//! list the tools, optionally call one, print, exit. Also the client under
-//! test for the MCP conformance suite: with `MCP_CONFORMANCE_SCENARIO` set
-//! and no explicit call, it does what the scenario expects.
+//! One connection to an MCP server that need not be configured
+//! (`mcp.probe`, behind `gemctl mcp probe`): open it, list what it offers,
+//! call one tool if asked, close it.
+//!
+//! It goes through a [`Server`] like every configured server (the same
+//! connect, `initialize`, listing, call, timeout and content conversion),
+//! only opened once instead of kept warm, and registers nothing.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use super::connect::{self, Hooks};
-use super::server::{Server, Status};
-use crate::discovery::schema;
+use super::connect::Hooks;
+use super::server::{Events, Server, Status};
 use crate::discovery::settings::{DEFAULT_MCP_TIMEOUT, ServerConfig, Transport};
 use crate::tools::{ContentPart, OutputSink, ToolError};
+
+/// The longest a probe's call may run.
+const CALL_TIMEOUT: Duration = Duration::from_secs(120);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ProbeError {
     #[error("nothing to probe: give a URL or a command")]
     NoTarget,
+    /// Connecting, `initialize` or `tools/list` failed (the message says
+    /// which).
     #[error("{0}")]
-    Connect(#[from] connect::ConnectError),
-    #[error("tools/list failed: {0}")]
-    List(String),
-    #[error("the arguments are not a JSON object: {0}")]
-    Args(String),
+    Open(String),
     #[error("{0}")]
     Call(ToolError),
+    #[error("the probe was cancelled (the client went away)")]
+    Cancelled,
 }
 
+/// What to probe and how.
 pub struct ProbeRequest {
     /// A URL (`.../sse` means legacy SSE, else streamable HTTP) or a
-    /// command line (program and arguments).
+    /// command line (program and arguments, or one string of them).
     pub target: Vec<String>,
-    pub call: Option<String>,
-    pub args: Option<String>,
+    /// A tool to call after listing, with its arguments.
+    pub call: Option<(String, Map<String, Value>)>,
     pub headers: BTreeMap<String, String>,
+    /// Where a command runs.
+    pub cwd: Option<PathBuf>,
+    /// Environment for a command, over the daemon's.
+    pub env: BTreeMap<String, String>,
+    /// Answer elicitations with each property's default instead of
+    /// declining them.
+    pub accept_elicitation_defaults: bool,
 }
 
-/// What the probe found, ready to print.
+/// What the probe found.
 pub struct ProbeReport {
+    /// The server's answer to `initialize`.
     pub server: Option<Value>,
+    /// Every tool as declared, schema sanitized.
     pub tools: Vec<Value>,
-    pub result: Option<Value>,
+    /// The call's result, when one was asked for.
+    pub result: Option<ProbeCall>,
+    /// The call's progress, as the batches a session's output would get.
+    pub progress: Vec<String>,
 }
 
-fn transport_for(target: &[String]) -> Result<Transport, ProbeError> {
+pub struct ProbeCall {
+    pub tool: String,
+    pub content: Vec<ContentPart>,
+}
+
+/// Status changes of a probed server go nowhere: nobody lists it.
+struct Unlisted;
+
+impl Events for Unlisted {
+    fn status(&self, server: &str, status: Status, message: Option<&str>) {
+        tracing::debug!(server, status = status.as_str(), message, "mcp probe");
+    }
+
+    fn tools_changed(&self) {}
+}
+
+fn transport_for(request: &ProbeRequest) -> Result<Transport, ProbeError> {
+    let target = &request.target;
     let first = target.first().ok_or(ProbeError::NoTarget)?;
     if target.len() == 1 && (first.starts_with("http://") || first.starts_with("https://")) {
         let path = first.split(['?', '#']).next().unwrap_or(first);
@@ -65,103 +101,133 @@ fn transport_for(target: &[String]) -> Result<Transport, ProbeError> {
     Ok(Transport::Stdio {
         command: command.clone(),
         args: args.to_vec(),
-        env: BTreeMap::new(),
-        cwd: None,
+        env: request.env.clone(),
+        cwd: request.cwd.clone(),
     })
 }
 
-/// The call a conformance scenario expects when none is given.
-fn scenario_call() -> Option<(String, Value)> {
-    let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").ok()?;
-    match scenario.as_str() {
-        "tools_call" => Some(("add_numbers".into(), json!({"a": 5, "b": 3}))),
-        "elicitation-sep1034-client-defaults" => {
-            Some(("test_client_elicitation_defaults".into(), json!({})))
-        }
-        "sse-retry" => Some(("test_reconnection".into(), json!({}))),
-        _ => None,
-    }
-}
-
-pub async fn probe(request: ProbeRequest) -> Result<ProbeReport, ProbeError> {
-    let transport = transport_for(&request.target)?;
-    let hooks = Arc::new(Hooks::accepting());
-    let conn = connect::connect(&transport, &request.headers, hooks).await?;
-    let peer = conn.service.peer().clone();
-    let server_info = peer.peer_info().and_then(|i| serde_json::to_value(i).ok());
-    let tools = peer
-        .list_all_tools()
-        .await
-        .map_err(|e| ProbeError::List(e.to_string()))?;
-    let tools: Vec<Value> = tools
-        .iter()
-        .filter_map(|t| serde_json::to_value(t).ok())
-        .map(|mut t| {
-            if let Some(map) = t.as_object_mut() {
-                let sanitized = schema::sanitize(map.get("inputSchema"));
-                map.insert("inputSchema".into(), sanitized);
-            }
-            t
-        })
-        .collect();
-    let call = match (request.call, request.args) {
-        (Some(name), args) => {
-            let args = match args {
-                Some(text) => serde_json::from_str::<Value>(&text)
-                    .ok()
-                    .filter(Value::is_object)
-                    .ok_or(ProbeError::Args(text))?,
-                None => json!({}),
-            };
-            Some((name, args))
-        }
-        (None, _) => scenario_call(),
+/// Runs the probe; `cancel` (the client went away) ends it early, and the
+/// server is told about a call in flight.
+pub async fn probe(
+    request: ProbeRequest,
+    cancel: CancellationToken,
+) -> Result<ProbeReport, ProbeError> {
+    let transport = transport_for(&request)?;
+    let config = ServerConfig {
+        name: "probe".into(),
+        transport,
+        headers: request.headers.clone(),
+        timeout: DEFAULT_MCP_TIMEOUT.min(CALL_TIMEOUT),
+        trust: false,
+        include_tools: None,
+        exclude_tools: Vec::new(),
+        scope: "probe".into(),
     };
-    let mut result = None;
-    if let Some((name, args)) = call {
-        // Reuse the daemon's call path (timeout, content conversion).
-        let server = Server::new(ServerConfig {
-            name: "probe".into(),
-            transport: transport.clone(),
-            headers: request.headers.clone(),
-            timeout: DEFAULT_MCP_TIMEOUT.min(Duration::from_secs(120)),
-            trust: false,
-            include_tools: None,
-            exclude_tools: Vec::new(),
-            scope: "probe".into(),
-        });
-        server.adopt(peer.clone(), Status::Connected);
-        let progress = OutputSink::new(|line| eprint!("{line}"));
-        let outcome = server
-            .call(&name, &name, args, CancellationToken::new(), progress)
-            .await;
-        match outcome {
-            Ok(r) => {
-                let parts: Vec<Value> = r
-                    .llm_content
-                    .iter()
-                    .map(|p| match p {
-                        ContentPart::Text { text } => json!({"type": "text", "text": text}),
-                        ContentPart::InlineData { mime_type, data } => {
-                            json!({"type": "inline_data", "mimeType": mime_type, "bytes": data.len() * 3 / 4})
-                        }
+    let hooks = Hooks::new(request.accept_elicitation_defaults);
+    let server = Server::with_hooks(config, hooks);
+    let open = tokio::select! {
+        () = cancel.cancelled() => return Err(ProbeError::Cancelled),
+        open = server.open(&Unlisted) => open.map_err(ProbeError::Open)?,
+    };
+    let tools = server.tools().into_iter().map(|t| t.declared).collect();
+    let progress = Arc::new(Mutex::new(Vec::new()));
+    let outcome = match request.call {
+        Some((name, args)) => {
+            let sink = {
+                let progress = progress.clone();
+                OutputSink::new(move |batch| {
+                    progress
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .push(batch);
+                })
+            };
+            server
+                .call(&name, &name, Value::Object(args), cancel.clone(), sink)
+                .await
+                .map(|result| {
+                    Some(ProbeCall {
+                        tool: name,
+                        content: result.llm_content,
                     })
-                    .collect();
-                result = Some(json!({"tool": name, "content": parts}));
-            }
-            Err(e) => {
-                let mut service = conn.service;
-                let _ = service.close().await;
-                return Err(ProbeError::Call(e));
-            }
+                })
         }
-    }
-    let mut service = conn.service;
-    let _ = tokio::time::timeout(Duration::from_secs(5), service.close()).await;
-    drop(conn.group);
+        None => Ok(None),
+    };
+    let peer_info = server.peer_info();
+    server.close(open, &Unlisted, "the probe is over").await;
+    let result = outcome.map_err(|e| {
+        if cancel.is_cancelled() {
+            ProbeError::Cancelled
+        } else {
+            ProbeError::Call(e)
+        }
+    })?;
+    let progress = std::mem::take(&mut *progress.lock().unwrap_or_else(|e| e.into_inner()));
     Ok(ProbeReport {
-        server: server_info,
+        server: peer_info,
         tools,
         result,
+        progress,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(target: &[&str]) -> ProbeRequest {
+        ProbeRequest {
+            target: target.iter().map(|s| s.to_string()).collect(),
+            call: None,
+            headers: BTreeMap::new(),
+            cwd: Some(PathBuf::from("/work")),
+            env: BTreeMap::from([("K".to_owned(), "v".to_owned())]),
+            accept_elicitation_defaults: false,
+        }
+    }
+
+    #[test]
+    fn a_target_names_its_transport() {
+        let http = |url: &str| Transport::Http { url: url.into() };
+        let sse = |url: &str| Transport::Sse { url: url.into() };
+        let cases = [
+            (vec!["http://h:1/mcp"], http("http://h:1/mcp")),
+            (vec!["https://h/"], http("https://h/")),
+            (vec!["http://h:1/sse"], sse("http://h:1/sse")),
+            (vec!["http://h:1/sse/?x=1"], sse("http://h:1/sse/?x=1")),
+        ];
+        for (target, want) in cases {
+            assert_eq!(
+                transport_for(&request(&target)).unwrap(),
+                want,
+                "{target:?}"
+            );
+        }
+        let stdio = |command: &str, args: &[&str]| Transport::Stdio {
+            command: command.into(),
+            args: args.iter().map(|s| s.to_string()).collect(),
+            env: BTreeMap::from([("K".to_owned(), "v".to_owned())]),
+            cwd: Some(PathBuf::from("/work")),
+        };
+        let cases = [
+            (vec!["npx  srv --x"], stdio("npx", &["srv", "--x"])),
+            (vec!["python3", "a b.py"], stdio("python3", &["a b.py"])),
+            // Two words are a command even when the first looks like a URL.
+            (vec!["http://h", "x"], stdio("http://h", &["x"])),
+        ];
+        for (target, want) in cases {
+            assert_eq!(
+                transport_for(&request(&target)).unwrap(),
+                want,
+                "{target:?}"
+            );
+        }
+        for empty in [vec![], vec!["   "]] {
+            assert!(matches!(
+                transport_for(&request(&empty)),
+                Err(ProbeError::NoTarget)
+            ));
+        }
+    }
 }

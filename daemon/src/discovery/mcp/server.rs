@@ -8,13 +8,13 @@ use rmcp::model::{
     CallToolRequestParams, CancelledNotificationParam, ClientRequest, Request, RequestId,
     ServerResult,
 };
-use rmcp::service::PeerRequestOptions;
+use rmcp::service::{PeerRequestOptions, RunningService};
 use rmcp::{Peer, RoleClient, ServiceError};
 use serde_json::Value;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 
-use super::connect::{self, Hooks};
+use super::connect::{self, Handler, Hooks, ProcessGroup};
 use super::content;
 use super::listing;
 pub use super::listing::{PromptInfo, RemoteTool};
@@ -25,6 +25,8 @@ use crate::tools::{OutputSink, ToolError, ToolErrorKind, ToolResult};
 const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// How long listing tools and prompts may take.
 const LIST_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long closing a connection may wait for its transport to close.
+const CLOSE_WAIT: Duration = Duration::from_secs(2);
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -60,6 +62,8 @@ struct State {
     message: Option<String>,
     /// The live connection's peer and a token fired when it goes away.
     live: Option<(Peer<RoleClient>, CancellationToken)>,
+    /// The server's answer to `initialize`, while connected.
+    peer_info: Option<Value>,
     tools: Vec<RemoteTool>,
     prompts: Vec<PromptInfo>,
     /// The names the manager registered this server's tools under.
@@ -84,15 +88,39 @@ pub trait Events: Send + Sync {
     fn tools_changed(&self);
 }
 
+/// One open connection: the running client and a stdio server's process
+/// group. Closing it (or dropping it) ends the server.
+pub struct Open {
+    service: RunningService<RoleClient, Handler>,
+    group: Option<ProcessGroup>,
+}
+
+impl Open {
+    /// Ends the connection (waiting at most [`CLOSE_WAIT`] for the
+    /// transport to close), then kills a stdio server's process group.
+    async fn close(self) {
+        let Open { service, group } = self;
+        service.cancellation_token().cancel();
+        let _ = tokio::time::timeout(CLOSE_WAIT, service.waiting()).await;
+        drop(group);
+    }
+}
+
 impl Server {
     pub fn new(config: ServerConfig) -> Arc<Server> {
+        Self::with_hooks(config, Hooks::default())
+    }
+
+    /// A server whose connections' handler uses `hooks` (elicitation).
+    pub fn with_hooks(config: ServerConfig, hooks: Hooks) -> Arc<Server> {
         Arc::new(Server {
             config,
-            hooks: Arc::new(Hooks::default()),
+            hooks: Arc::new(hooks),
             state: Mutex::new(State {
                 status: Status::Disconnected,
                 message: None,
                 live: None,
+                peer_info: None,
                 tools: Vec::new(),
                 prompts: Vec::new(),
                 registered: Vec::new(),
@@ -114,6 +142,11 @@ impl Server {
 
     pub fn tools(&self) -> Vec<RemoteTool> {
         self.lock().tools.clone()
+    }
+
+    /// The server's answer to `initialize`, while connected.
+    pub fn peer_info(&self) -> Option<Value> {
+        self.lock().peer_info.clone()
     }
 
     pub fn set_registered(&self, names: Vec<String>) {
@@ -143,16 +176,10 @@ impl Server {
                     gone.cancel();
                 }
                 s.pid = None;
+                s.peer_info = None;
             }
         }
         events.status(self.name(), status, message.as_deref());
-    }
-
-    /// Uses an already open connection (the probe's) for calls.
-    pub fn adopt(&self, peer: Peer<RoleClient>, status: Status) {
-        let mut s = self.lock();
-        s.live = Some((peer, CancellationToken::new()));
-        s.status = status;
     }
 
     fn attempt_done(&self) {
@@ -160,27 +187,22 @@ impl Server {
         self.attempts.send_modify(|n| *n += 1);
     }
 
-    /// Keeps the server connected until `stop` fires: connects, lists,
-    /// waits for the connection to end (or a restart), reconnects with
-    /// exponential backoff.
+    /// Keeps the server connected until `stop` fires: opens, waits for
+    /// the connection to end (or a restart), opens again with exponential
+    /// backoff.
     pub async fn run(self: Arc<Self>, events: Arc<dyn Events>, stop: CancellationToken) {
         let mut backoff = Duration::from_secs(1);
         loop {
-            self.set(events.as_ref(), Status::Connecting, None);
-            let connected = tokio::select! {
+            let opened = tokio::select! {
                 () = stop.cancelled() => return,
-                c = connect::connect(&self.config.transport, &self.config.headers, self.hooks.clone()) => c,
+                opened = self.open(events.as_ref()) => opened,
             };
-            let restart_now = match connected {
-                Ok(conn) => {
+            let restart_now = match opened {
+                Ok(open) => {
                     backoff = Duration::from_secs(1);
-                    self.serve(conn, events.as_ref(), &stop).await
+                    self.serve(open, events.as_ref(), &stop).await
                 }
-                Err(e) => {
-                    self.set(events.as_ref(), Status::Disconnected, Some(e.to_string()));
-                    self.attempt_done();
-                    false
-                }
+                Err(_) => false,
             };
             if stop.is_cancelled() {
                 return;
@@ -196,33 +218,61 @@ impl Server {
         }
     }
 
-    /// Runs one connection to its end. Returns whether to reconnect at once.
-    async fn serve(
-        &self,
-        conn: connect::Connection,
-        events: &dyn Events,
-        stop: &CancellationToken,
-    ) -> bool {
-        let connect::Connection { service, group } = conn;
-        let peer = service.peer().clone();
-        let closing = service.cancellation_token();
-        let mut ended = std::pin::pin!(service.waiting());
+    /// One connection attempt: connects, runs `initialize` and lists the
+    /// tools and prompts. On success the server is connected and calls go
+    /// through it until the connection is closed; on failure it is
+    /// disconnected, and the error says why.
+    pub async fn open(&self, events: &dyn Events) -> Result<Open, String> {
+        self.set(events, Status::Connecting, None);
+        let connected = connect::connect(
+            &self.config.transport,
+            &self.config.headers,
+            self.hooks.clone(),
+        )
+        .await;
+        let connect::Connection { service, group } = match connected {
+            Ok(connection) => connection,
+            Err(e) => {
+                let problem = e.to_string();
+                self.set(events, Status::Disconnected, Some(problem.clone()));
+                self.attempt_done();
+                return Err(problem);
+            }
+        };
+        let open = Open { service, group };
+        let peer = open.service.peer().clone();
         if let Err(problem) = self.refresh(&peer).await {
-            closing.cancel();
-            let _ = tokio::time::timeout(Duration::from_secs(2), &mut ended).await;
-            drop(group);
-            self.set(events, Status::Disconnected, Some(problem));
+            open.close().await;
+            self.set(events, Status::Disconnected, Some(problem.clone()));
             self.attempt_done();
-            return false;
+            return Err(problem);
         }
         {
             let mut s = self.lock();
             s.live = Some((peer.clone(), CancellationToken::new()));
-            s.pid = group.as_ref().map(|g| g.0);
+            s.pid = open.group.as_ref().map(|g| g.0);
+            s.peer_info = peer.peer_info().and_then(|i| serde_json::to_value(i).ok());
         }
         self.set(events, Status::Connected, None);
         events.tools_changed();
         self.attempt_done();
+        Ok(open)
+    }
+
+    /// Ends a connection [`Server::open`] opened; the server is
+    /// disconnected, for `reason`.
+    pub async fn close(&self, open: Open, events: &dyn Events, reason: &str) {
+        open.close().await;
+        self.set(events, Status::Disconnected, Some(reason.to_owned()));
+    }
+
+    /// Runs one open connection to its end. Returns whether to reconnect
+    /// at once.
+    async fn serve(&self, open: Open, events: &dyn Events, stop: &CancellationToken) -> bool {
+        let Open { service, group } = open;
+        let peer = service.peer().clone();
+        let closing = service.cancellation_token();
+        let mut ended = std::pin::pin!(service.waiting());
         let (restart, reason, over) = loop {
             tokio::select! {
                 _ = &mut ended => break (false, "the server closed the connection (it exited or closed its output)", true),
@@ -238,7 +288,7 @@ impl Server {
         if !over {
             // A finished future must not be polled again.
             closing.cancel();
-            let _ = tokio::time::timeout(Duration::from_secs(2), &mut ended).await;
+            let _ = tokio::time::timeout(CLOSE_WAIT, &mut ended).await;
         }
         // Killing the group also ends anything the server spawned.
         drop(group);
@@ -353,6 +403,11 @@ impl Server {
                 )));
             }
         };
+        // rmcp runs notification handlers in tasks of their own but hands
+        // the answer over directly, so the answer can overtake progress the
+        // server sent before it. Let those tasks run before the guard
+        // stops routing the call's progress.
+        tokio::task::yield_now().await;
         match answer {
             Ok(ServerResult::CallToolResult(result)) => {
                 let value = serde_json::to_value(&result)
