@@ -57,8 +57,7 @@ pub mod save;
 pub mod session;
 pub mod settings;
 pub mod shell;
-mod unquote;
-mod wrappers;
+mod shell_verdict;
 
 pub use defaults::default_rules;
 pub use dir::{DirMeta, admin_dir_problem, admin_dir_refusal, load_admin_dir, load_dir};
@@ -73,7 +72,7 @@ pub use rule::{
 pub use save::{SavedRule, save_always_allow};
 pub use session::SessionAllowlist;
 pub use settings::settings_rules;
-pub use shell::{CommandRole, ShellCommand, ShellSplit, split_command};
+pub use shell::{Hazard, PartKind, ShellPart, ShellSplit, split_command};
 
 /// Checks a call of `tool_name` as the scheduler would: the tool's kind and
 /// MCP server come from the registry (an unknown tool counts as `other`).

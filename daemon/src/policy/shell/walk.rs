@@ -1,0 +1,304 @@
+//! The walk over a tree-sitter-bash tree. Every node kind is handled on
+//! purpose: structure (lists, pipelines, groups, loops) is inert in itself;
+//! commands become parts; assignments, arithmetic, expansions, here-document
+//! bodies and redirections are checked for what bash would evaluate; a kind
+//! not listed here is reported as unrecognised, so new syntax fails closed.
+
+use super::command::expand;
+use super::expansion::{brace_hazard, is_literal_arithmetic};
+use super::redirects::Attached;
+use super::scan::{Scan, scan_expanding};
+use super::types::{Hazard, Inherit, PartKind, ShellSplit, Word};
+use super::words::{children_with_fields, text, words_of};
+use std::cell::RefCell;
+use tree_sitter::{Node, Parser, Tree};
+
+/// Maximum nesting of re-parsed texts (`bash -c`, `eval`, substitutions in
+/// here-documents). Deeper nesting is reported as a parse error.
+pub(crate) const MAX_DEPTH: usize = 6;
+
+/// Longer command lines are not parsed (reported as a parse error) so that a
+/// huge input cannot stall a check.
+pub const MAX_COMMAND_BYTES: usize = 256 * 1024;
+
+thread_local! {
+    static PARSER: RefCell<Option<Parser>> = RefCell::new(new_parser());
+}
+
+fn new_parser() -> Option<Parser> {
+    let mut parser = Parser::new();
+    parser
+        .set_language(&tree_sitter_bash::LANGUAGE.into())
+        .ok()?;
+    Some(parser)
+}
+
+pub(crate) fn parse(source: &str) -> Option<Tree> {
+    PARSER.with(|cell| {
+        cell.borrow_mut()
+            .as_mut()
+            .and_then(|p| p.parse(source, None))
+    })
+}
+
+/// Parses `source` (nested `depth` levels deep) and appends its parts.
+pub(crate) fn split_into(source: &str, depth: usize, inherit: Inherit, out: &mut ShellSplit) {
+    if depth > MAX_DEPTH || source.len() > MAX_COMMAND_BYTES {
+        out.parse_error = true;
+        return;
+    }
+    let Some(tree) = parse(source) else {
+        out.parse_error = true;
+        return;
+    };
+    let root = tree.root_node();
+    if root.has_error() {
+        out.parse_error = true;
+    }
+    let mut walker = Walker {
+        src: source,
+        depth,
+        attached: Vec::new(),
+    };
+    walker.walk(root, inherit, out);
+}
+
+pub(super) struct Walker<'s> {
+    pub(super) src: &'s str,
+    pub(super) depth: usize,
+    /// (node id, what is attached to it).
+    pub(super) attached: Vec<(usize, Attached)>,
+}
+
+impl<'s> Walker<'s> {
+    pub(super) fn text(&self, node: Node<'_>) -> &'s str {
+        text(self.src, node)
+    }
+
+    /// Iterative depth-first walk (long `a && b && ...` chains nest deeply).
+    fn walk(&mut self, root: Node<'_>, inherit: Inherit, out: &mut ShellSplit) {
+        let mut stack = vec![(root, inherit)];
+        while let Some((node, mut ctx)) = stack.pop() {
+            if let Some(redirect) = self.attachment(node.id()).map(|a| a.redirect) {
+                ctx.redirect |= redirect;
+            }
+            let mut children = true;
+            match node.kind() {
+                "program"
+                | "list"
+                | "pipeline"
+                | "subshell"
+                | "do_group"
+                | "if_statement"
+                | "elif_clause"
+                | "else_clause"
+                | "while_statement"
+                | "case_statement"
+                | "case_item"
+                | "negated_command"
+                | "variable_assignments"
+                | "array"
+                | "concatenation"
+                | "string"
+                | "translated_string"
+                | "command_name"
+                | "subscript"
+                | "brace_expression"
+                | "binary_expression"
+                | "unary_expression"
+                | "ternary_expression"
+                | "postfix_expression"
+                | "parenthesized_expression"
+                | "herestring_redirect"
+                | "simple_expansion"
+                | "ERROR" => {}
+                "comment"
+                | "number"
+                | "raw_string"
+                | "ansi_c_string"
+                | "variable_name"
+                | "special_variable_name"
+                | "file_descriptor"
+                | "test_operator"
+                | "heredoc_start"
+                | "heredoc_end" => children = false,
+                "command_substitution" | "process_substitution" => {
+                    // Their output goes to a pipe, not to where the command
+                    // around them writes.
+                    ctx = Inherit::default();
+                }
+                "word" | "string_content" | "regex" | "extglob_pattern" | "heredoc_content" => {
+                    let raw = self.text(node);
+                    self.scanned(scan_expanding(raw), out);
+                }
+                "compound_statement" => {
+                    let raw = self.text(node);
+                    if let Some(inner) = raw.strip_prefix("((") {
+                        self.arithmetic(inner.strip_suffix("))").unwrap_or(inner), raw, out);
+                    }
+                }
+                "arithmetic_expansion" => {
+                    let raw = self.text(node);
+                    let inner = raw
+                        .strip_prefix("$((")
+                        .and_then(|t| t.strip_suffix("))"))
+                        .or_else(|| raw.strip_prefix("$[").and_then(|t| t.strip_suffix(']')));
+                    self.arithmetic(inner.unwrap_or(raw), raw, out);
+                }
+                "expansion" => {
+                    let raw = self.text(node);
+                    let inner = raw
+                        .strip_prefix("${")
+                        .and_then(|t| t.strip_suffix('}'))
+                        .unwrap_or("");
+                    if let Some(hazard) = brace_hazard(inner) {
+                        out.hazard(hazard, raw);
+                    }
+                }
+                "command" => self.command(node, ctx, out),
+                "declaration_command" | "unset_command" => {
+                    let parts: Vec<Node<'_>> = (0..node.child_count())
+                        .filter_map(|i| node.child(i))
+                        .filter(|c| c.kind() != "comment")
+                        .collect();
+                    self.expand(words_of(self.src, &parts), ctx, None, out);
+                }
+                "variable_assignment" => {
+                    let in_declaration = node.parent().is_some_and(|p| {
+                        matches!(p.kind(), "declaration_command" | "unset_command")
+                    });
+                    if !in_declaration {
+                        out.hazard(Hazard::Assignment, self.text(node));
+                    }
+                }
+                "for_statement" => {
+                    let keyword = node.child(0).map_or("for", |k| self.text(k));
+                    let variable = node
+                        .child_by_field_name("variable")
+                        .map_or("", |v| self.text(v));
+                    out.hazard(Hazard::Assignment, &format!("{keyword} {variable}"));
+                }
+                "c_style_for_statement" => self.c_style_for(node, out),
+                "function_definition" => {
+                    let name = node
+                        .child_by_field_name("name")
+                        .map_or("", |n| self.text(n));
+                    out.hazard(Hazard::Function, &format!("{name}()"));
+                }
+                "test_command" => self.test_command(node, out),
+                "redirected_statement" => self.redirected(node, out),
+                "file_redirect" => self.input_redirect(node, out),
+                "heredoc_redirect" => self.heredoc_body(node, out),
+                "heredoc_body" => {
+                    // Only reached outside a here-document redirect (a broken
+                    // tree): read it as expanding text.
+                    let raw = self.text(node);
+                    self.scanned(scan_expanding(raw), out);
+                    children = false;
+                }
+                _ if !node.is_named() => children = false,
+                other => out.hazard(Hazard::Unrecognised, other),
+            }
+            if children {
+                let start = stack.len();
+                for i in 0..node.child_count() {
+                    let Some(child) = node.child(i) else { continue };
+                    if child.kind() != "heredoc_body" || node.kind() != "heredoc_redirect" {
+                        stack.push((child, ctx));
+                    }
+                }
+                stack[start..].reverse();
+            }
+        }
+    }
+
+    pub(super) fn attachment(&self, id: usize) -> Option<&Attached> {
+        self.attached.iter().find(|(n, _)| *n == id).map(|(_, a)| a)
+    }
+
+    pub(super) fn attach(&mut self, id: usize, more: Attached) {
+        match self.attached.iter_mut().find(|(n, _)| *n == id) {
+            Some((_, have)) => {
+                have.redirect |= more.redirect;
+                have.args.extend(more.args);
+                if more.stdin.is_some() {
+                    have.stdin = more.stdin;
+                }
+            }
+            None => self.attached.push((id, more)),
+        }
+    }
+
+    /// Adds what a scan found: hazards, commands to check, parse trouble.
+    pub(super) fn scanned(&mut self, scan: Scan, out: &mut ShellSplit) {
+        for (hazard, text) in scan.hazards {
+            out.hazard(hazard, &text);
+        }
+        for script in scan.scripts {
+            split_into(&script, self.depth + 1, Inherit::default(), out);
+        }
+        out.parse_error |= scan.unparsable;
+    }
+
+    pub(super) fn arithmetic(&self, inner: &str, whole: &str, out: &mut ShellSplit) {
+        if !is_literal_arithmetic(inner) {
+            out.hazard(Hazard::Arithmetic, whole);
+        }
+    }
+
+    fn expand(
+        &mut self,
+        words: Vec<Word>,
+        ctx: Inherit,
+        stdin: Option<&Word>,
+        out: &mut ShellSplit,
+    ) {
+        let expanded = expand(words, ctx, stdin);
+        out.parts.extend(expanded.parts);
+        for (script, inherit) in expanded.scripts {
+            split_into(&script, self.depth + 1, inherit, out);
+        }
+    }
+
+    /// A simple command: its words, the redirections written on it and
+    /// those its enclosing statement attached to it.
+    fn command(&mut self, node: Node<'_>, ctx: Inherit, out: &mut ShellSplit) {
+        let attached = self.attachment(node.id()).cloned().unwrap_or_default();
+        let mut redirect = ctx.redirect || attached.redirect;
+        let mut stdin = attached.stdin;
+        let mut heredoc_args = Vec::new();
+        let mut parts: Vec<Node<'_>> = Vec::new();
+        let mut has_name = false;
+        for (child, _) in children_with_fields(node) {
+            match child.kind() {
+                "variable_assignment" | "comment" => {}
+                "file_redirect" => redirect |= self.is_output_redirect(child),
+                "herestring_redirect" => stdin = self.here_string(child),
+                "heredoc_redirect" => {
+                    redirect |= self.heredoc_parts(child, &mut heredoc_args, &mut stdin);
+                }
+                "command_name" => {
+                    if let Some(inner) = child.child(0)
+                        && inner.end_byte() > inner.start_byte()
+                    {
+                        has_name = true;
+                        parts.push(inner);
+                    }
+                }
+                _ if child.is_named() => parts.push(child),
+                _ => {}
+            }
+        }
+        if !has_name {
+            if redirect {
+                out.push(PartKind::BareRedirection, self.text(node));
+            }
+            return;
+        }
+        let ctx = Inherit { redirect, ..ctx };
+        let mut words = words_of(self.src, &parts);
+        words.extend(attached.args);
+        words.extend(heredoc_args);
+        self.expand(words, ctx, stdin.as_ref(), out);
+    }
+}
