@@ -112,16 +112,32 @@ impl<'s> Walker<'s> {
                 | "herestring_redirect"
                 | "simple_expansion"
                 | "ERROR" => {}
+                "raw_string" | "ansi_c_string" => {
+                    // Inside `"${x:-'...'}"` single quotes are plain
+                    // characters and what they hold is expanded;
+                    // tree-sitter still parses them as quotes.
+                    if has_ancestor(node, "expansion") {
+                        let raw = self.text(node);
+                        self.scanned(scan_expanding(raw), out);
+                    }
+                    children = false;
+                }
                 "comment"
                 | "number"
-                | "raw_string"
-                | "ansi_c_string"
                 | "variable_name"
                 | "special_variable_name"
                 | "file_descriptor"
                 | "test_operator"
                 | "heredoc_start"
                 | "heredoc_end" => children = false,
+                "command_substitution" if self.text(node).starts_with('`') => {
+                    // Inside backticks a backslash quotes `\`, `` ` `` and
+                    // `$` before the text is parsed; tree-sitter parses it
+                    // as written, so the scan unescapes and splits it again.
+                    let raw = self.text(node);
+                    self.scanned(scan_expanding(raw), out);
+                    children = false;
+                }
                 "command_substitution" | "process_substitution" => {
                     // Their output goes to a pipe, not to where the command
                     // around them writes.
@@ -301,4 +317,15 @@ impl<'s> Walker<'s> {
         words.extend(heredoc_args);
         self.expand(words, ctx, stdin.as_ref(), out);
     }
+}
+
+fn has_ancestor(node: Node<'_>, kind: &str) -> bool {
+    let mut parent = node.parent();
+    while let Some(p) = parent {
+        if p.kind() == kind {
+            return true;
+        }
+        parent = p.parent();
+    }
+    false
 }

@@ -76,6 +76,13 @@ fn nested_commands() {
     needs("[[ x =~ $(touch P) ]] && ls");
     needs("case $(touch P) in x) ls;; esac");
     needs("for x in $(touch P); do ls; done");
+    // Inside double quotes, quotes in an operand are plain characters.
+    needs("ls \"${x:-'$(touch P)'}\"");
+    needs("ls \"${x:-$'$(touch P)'}\"");
+    // Backslashes inside backticks are removed before the text is parsed.
+    needs("ls `ls \\`touch P\\``");
+    needs("ls \"`ls \\`touch P\\``\"");
+    inert("ls \\`touch P\\` \"\\`touch P\\`\"");
     inert("ls $(ls) `ls` \"$(ls)\" ${x:-$(ls)} ${x:-`ls`}");
     inert("ls $(ls $(ls `ls`))");
     denied("ls ${x:-`rm -rf x`}");
