@@ -9,13 +9,21 @@ use super::words::{children_with_fields, named_children, word, words_of};
 use tree_sitter::Node;
 
 /// Operators of `[[ ]]` whose operands are arithmetic.
+/// `[[ ( ( ... ) ) ]]` nested deeper than this is not looked into (the
+/// check recurses); it needs approval.
+const MAX_TEST_NESTING: usize = 64;
+
 pub(super) const ARITHMETIC_TESTS: &[&str] = &["-eq", "-ne", "-lt", "-le", "-gt", "-ge"];
 
-pub(super) fn find_kind<'t>(node: Node<'t>, kind: &str) -> Option<Node<'t>> {
-    if node.kind() == kind {
-        return Some(node);
+pub(super) fn find_kind<'t>(root: Node<'t>, kind: &str) -> Option<Node<'t>> {
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        if node.kind() == kind {
+            return Some(node);
+        }
+        stack.extend(named_children(node).rev());
     }
-    named_children(node).find_map(|c| find_kind(c, kind))
+    None
 }
 
 impl Walker<'_> {
@@ -38,7 +46,7 @@ impl Walker<'_> {
         let raw = self.text(node);
         if raw.starts_with("[[") {
             for expr in named_children(node) {
-                self.test_expression(expr, out);
+                self.test_expression(expr, out, 0);
             }
             return;
         }
@@ -47,7 +55,7 @@ impl Walker<'_> {
             .and_then(|t| t.strip_suffix(']'))
             .unwrap_or(raw);
         let source = format!("test {inner}");
-        let Some(tree) = parse(&source) else {
+        let Some(tree) = parse(&source, self.deadline) else {
             out.parse_error = true;
             return;
         };
@@ -64,7 +72,11 @@ impl Walker<'_> {
         }
     }
 
-    pub(super) fn test_expression(&self, node: Node<'_>, out: &mut ShellSplit) {
+    pub(super) fn test_expression(&self, node: Node<'_>, out: &mut ShellSplit, nesting: usize) {
+        if nesting > MAX_TEST_NESTING {
+            out.hazard(Hazard::Unrecognised, self.text(node));
+            return;
+        }
         let operator = node
             .child_by_field_name("operator")
             .map(|op| self.text(op))
@@ -82,14 +94,14 @@ impl Walker<'_> {
                 }
             }
             "unary_expression" if matches!(operator, "-v" | "-R") => {
-                let name = named_children(node).last().map(|n| word(self.src, n));
+                let name = named_children(node).next_back().map(|n| word(self.src, n));
                 if !name.is_some_and(|n| n.is_static && is_identifier(&n.text)) {
                     out.hazard(Hazard::VariableName, self.text(node));
                 }
             }
             "binary_expression" | "unary_expression" | "parenthesized_expression" => {
                 for child in named_children(node) {
-                    self.test_expression(child, out);
+                    self.test_expression(child, out, nesting + 1);
                 }
             }
             _ => {}

@@ -45,6 +45,7 @@ pub use walk::MAX_COMMAND_BYTES;
 /// Splits `source` into the parts bash would evaluate.
 pub fn split_command(source: &str) -> ShellSplit {
     let mut out = ShellSplit::default();
-    walk::split_into(source, 0, types::Inherit::default(), &mut out);
+    let deadline = std::time::Instant::now() + walk::PARSE_BUDGET;
+    walk::split_into(source, 0, deadline, types::Inherit::default(), &mut out);
     out
 }

@@ -33,9 +33,7 @@ pub(super) fn heredoc_quoted(src: &str, node: Node<'_>) -> bool {
 /// pipeline or list, else `node` itself.
 pub(super) fn last_command(mut node: Node<'_>) -> Node<'_> {
     while matches!(node.kind(), "pipeline" | "list" | "negated_command") {
-        let last = named_children(node)
-            .filter(|c| c.kind() != "comment")
-            .last();
+        let last = named_children(node).rev().find(|c| c.kind() != "comment");
         match last {
             Some(last) => node = last,
             None => break,

@@ -33,8 +33,10 @@ pub(crate) fn scan_expanding(text: &str) -> Scan {
     scan
 }
 
-/// Nested `${...}` deeper than this is reported as unparsable.
-const MAX_NESTING: usize = 16;
+/// Substitutions and `${...}` nested deeper than this are reported as
+/// unparsable (the scan recurses, and a stack overflow would end the
+/// daemon).
+const MAX_NESTING: usize = 32;
 
 fn scan_into(text: &str, scan: &mut Scan, nesting: usize) {
     if nesting > MAX_NESTING {
@@ -73,7 +75,7 @@ fn dollar(text: &str, i: usize, scan: &mut Scan, nesting: usize) -> usize {
             scan.expands = true;
             // `$((` is arithmetic; if it really is `$( (cmd) )`, the text is
             // not literal arithmetic either, so it is a hazard all the same.
-            let Some(end) = substitution_end(b, i + 2) else {
+            let Some(end) = substitution_end(b, i + 2, nesting) else {
                 scan.unparsable = true;
                 return b.len();
             };
@@ -87,7 +89,7 @@ fn dollar(text: &str, i: usize, scan: &mut Scan, nesting: usize) -> usize {
         }
         (Some(b'('), _) => {
             scan.expands = true;
-            let Some(end) = substitution_end(b, i + 2) else {
+            let Some(end) = substitution_end(b, i + 2, nesting) else {
                 scan.unparsable = true;
                 return b.len();
             };
@@ -109,7 +111,7 @@ fn dollar(text: &str, i: usize, scan: &mut Scan, nesting: usize) -> usize {
         }
         (Some(b'{'), _) => {
             scan.expands = true;
-            let Some(end) = brace_end(b, i + 2) else {
+            let Some(end) = brace_end(b, i + 2, nesting) else {
                 scan.unparsable = true;
                 return b.len();
             };
@@ -170,13 +172,16 @@ fn unescape_backtick(inner: &str) -> String {
 }
 
 /// The index of the `}` closing a `${` whose text starts at `i`.
-fn brace_end(b: &[u8], mut i: usize) -> Option<usize> {
+fn brace_end(b: &[u8], mut i: usize, nesting: usize) -> Option<usize> {
+    if nesting > MAX_NESTING {
+        return None;
+    }
     let mut depth = 1usize;
     while let Some(&c) = b.get(i) {
         match c {
             b'\\' => i += 1,
             b'`' => i = backtick_end(b, i + 1)?,
-            b'$' if b.get(i + 1) == Some(&b'(') => i = substitution_end(b, i + 2)?,
+            b'$' if b.get(i + 1) == Some(&b'(') => i = substitution_end(b, i + 2, nesting + 1)?,
             b'{' => depth += 1,
             b'}' => {
                 depth -= 1;
@@ -195,16 +200,19 @@ fn brace_end(b: &[u8], mut i: usize) -> Option<usize> {
 /// shell code: quotes, escapes, backticks and nested substitutions are
 /// skipped. `None` when the end is not certain: no closing parenthesis, a
 /// comment (it could hide one) or a here-document.
-fn substitution_end(b: &[u8], mut i: usize) -> Option<usize> {
+fn substitution_end(b: &[u8], mut i: usize, nesting: usize) -> Option<usize> {
+    if nesting > MAX_NESTING {
+        return None;
+    }
     let mut depth = 1usize;
     let mut word_start = true;
     while let Some(&c) = b.get(i) {
         match c {
             b'\\' => i += 1,
             b'\'' => i = find_byte(b, i + 1, b'\'')?,
-            b'"' => i = dquote_end(b, i + 1)?,
+            b'"' => i = dquote_end(b, i + 1, nesting + 1)?,
             b'`' => i = backtick_end(b, i + 1)?,
-            b'$' if b.get(i + 1) == Some(&b'(') => i = substitution_end(b, i + 2)?,
+            b'$' if b.get(i + 1) == Some(&b'(') => i = substitution_end(b, i + 2, nesting + 1)?,
             b'#' if word_start => return None,
             b'<' if b.get(i + 1) == Some(&b'<') => return None,
             b'(' => depth += 1,
@@ -223,13 +231,16 @@ fn substitution_end(b: &[u8], mut i: usize) -> Option<usize> {
 }
 
 /// The index of the `"` closing a double-quoted string starting at `i`.
-fn dquote_end(b: &[u8], mut i: usize) -> Option<usize> {
+fn dquote_end(b: &[u8], mut i: usize, nesting: usize) -> Option<usize> {
+    if nesting > MAX_NESTING {
+        return None;
+    }
     while let Some(&c) = b.get(i) {
         match c {
             b'\\' => i += 1,
             b'"' => return Some(i),
             b'`' => i = backtick_end(b, i + 1)?,
-            b'$' if b.get(i + 1) == Some(&b'(') => i = substitution_end(b, i + 2)?,
+            b'$' if b.get(i + 1) == Some(&b'(') => i = substitution_end(b, i + 2, nesting + 1)?,
             _ => {}
         }
         i += 1;

@@ -9,9 +9,11 @@ use super::expansion::{brace_hazard, is_literal_arithmetic};
 use super::redirects::Attached;
 use super::scan::{Scan, scan_expanding};
 use super::types::{Hazard, Inherit, PartKind, ShellSplit, Word};
-use super::words::{children_with_fields, text, words_of};
+use super::words::{children, children_with_fields, text, words_of};
 use std::cell::RefCell;
-use tree_sitter::{Node, Parser, Tree};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+use tree_sitter::{Node, ParseOptions, ParseState, Parser, Tree};
 
 /// Maximum nesting of re-parsed texts (`bash -c`, `eval`, substitutions in
 /// here-documents). Deeper nesting is reported as a parse error.
@@ -33,21 +35,43 @@ fn new_parser() -> Option<Parser> {
     Some(parser)
 }
 
-pub(crate) fn parse(source: &str) -> Option<Tree> {
+/// How long the parses of one command line may take together, as in 0.61:
+/// tree-sitter's error recovery is slow on some inputs (tens of seconds for
+/// a here-document of nested `$(`), and a parse that runs out of time is a
+/// parse error.
+pub(crate) const PARSE_BUDGET: Duration = Duration::from_secs(1);
+
+/// Parses `source`, giving up (`None`) at `deadline`.
+pub(crate) fn parse(source: &str, deadline: Instant) -> Option<Tree> {
     PARSER.with(|cell| {
-        cell.borrow_mut()
-            .as_mut()
-            .and_then(|p| p.parse(source, None))
+        let mut cell = cell.borrow_mut();
+        let parser = cell.as_mut()?;
+        let bytes = source.as_bytes();
+        let mut read = |i: usize, _| bytes.get(i..).unwrap_or_default();
+        let mut out_of_time = |_: &ParseState| Instant::now() >= deadline;
+        let options = ParseOptions::new().progress_callback(&mut out_of_time);
+        let tree = parser.parse_with_options(&mut read, None, Some(options));
+        if tree.is_none() {
+            // A halted parse would otherwise be resumed by the next one.
+            parser.reset();
+        }
+        tree
     })
 }
 
 /// Parses `source` (nested `depth` levels deep) and appends its parts.
-pub(crate) fn split_into(source: &str, depth: usize, inherit: Inherit, out: &mut ShellSplit) {
+pub(crate) fn split_into(
+    source: &str,
+    depth: usize,
+    deadline: Instant,
+    inherit: Inherit,
+    out: &mut ShellSplit,
+) {
     if depth > MAX_DEPTH || source.len() > MAX_COMMAND_BYTES {
         out.parse_error = true;
         return;
     }
-    let Some(tree) = parse(source) else {
+    let Some(tree) = parse(source, deadline) else {
         out.parse_error = true;
         return;
     };
@@ -58,7 +82,8 @@ pub(crate) fn split_into(source: &str, depth: usize, inherit: Inherit, out: &mut
     let mut walker = Walker {
         src: source,
         depth,
-        attached: Vec::new(),
+        deadline,
+        attached: HashMap::new(),
     };
     walker.walk(root, inherit, out);
 }
@@ -66,8 +91,9 @@ pub(crate) fn split_into(source: &str, depth: usize, inherit: Inherit, out: &mut
 pub(super) struct Walker<'s> {
     pub(super) src: &'s str,
     pub(super) depth: usize,
-    /// (node id, what is attached to it).
-    pub(super) attached: Vec<(usize, Attached)>,
+    pub(super) deadline: Instant,
+    /// What redirections attach to the node with that id.
+    pub(super) attached: HashMap<usize, Attached>,
 }
 
 impl<'s> Walker<'s> {
@@ -82,7 +108,7 @@ impl<'s> Walker<'s> {
             if let Some(redirect) = self.attachment(node.id()).map(|a| a.redirect) {
                 ctx.redirect |= redirect;
             }
-            let mut children = true;
+            let mut descend = true;
             match node.kind() {
                 "program"
                 | "list"
@@ -120,7 +146,7 @@ impl<'s> Walker<'s> {
                         let raw = self.text(node);
                         self.scanned(scan_expanding(raw), out);
                     }
-                    children = false;
+                    descend = false;
                 }
                 "comment"
                 | "number"
@@ -129,14 +155,14 @@ impl<'s> Walker<'s> {
                 | "file_descriptor"
                 | "test_operator"
                 | "heredoc_start"
-                | "heredoc_end" => children = false,
+                | "heredoc_end" => descend = false,
                 "command_substitution" if self.text(node).starts_with('`') => {
                     // Inside backticks a backslash quotes `\`, `` ` `` and
                     // `$` before the text is parsed; tree-sitter parses it
                     // as written, so the scan unescapes and splits it again.
                     let raw = self.text(node);
                     self.scanned(scan_expanding(raw), out);
-                    children = false;
+                    descend = false;
                 }
                 "command_substitution" | "process_substitution" => {
                     // Their output goes to a pipe, not to where the command
@@ -173,10 +199,8 @@ impl<'s> Walker<'s> {
                 }
                 "command" => self.command(node, ctx, out),
                 "declaration_command" | "unset_command" => {
-                    let parts: Vec<Node<'_>> = (0..node.child_count())
-                        .filter_map(|i| node.child(i))
-                        .filter(|c| c.kind() != "comment")
-                        .collect();
+                    let parts: Vec<Node<'_>> =
+                        children(node).filter(|c| c.kind() != "comment").collect();
                     self.expand(words_of(self.src, &parts), ctx, None, out);
                 }
                 "variable_assignment" => {
@@ -210,15 +234,14 @@ impl<'s> Walker<'s> {
                     // tree): read it as expanding text.
                     let raw = self.text(node);
                     self.scanned(scan_expanding(raw), out);
-                    children = false;
+                    descend = false;
                 }
-                _ if !node.is_named() => children = false,
+                _ if !node.is_named() => descend = false,
                 other => out.hazard(Hazard::Unrecognised, other),
             }
-            if children {
+            if descend {
                 let start = stack.len();
-                for i in 0..node.child_count() {
-                    let Some(child) = node.child(i) else { continue };
+                for child in children(node) {
                     if child.kind() != "heredoc_body" || node.kind() != "heredoc_redirect" {
                         stack.push((child, ctx));
                     }
@@ -229,19 +252,15 @@ impl<'s> Walker<'s> {
     }
 
     pub(super) fn attachment(&self, id: usize) -> Option<&Attached> {
-        self.attached.iter().find(|(n, _)| *n == id).map(|(_, a)| a)
+        self.attached.get(&id)
     }
 
     pub(super) fn attach(&mut self, id: usize, more: Attached) {
-        match self.attached.iter_mut().find(|(n, _)| *n == id) {
-            Some((_, have)) => {
-                have.redirect |= more.redirect;
-                have.args.extend(more.args);
-                if more.stdin.is_some() {
-                    have.stdin = more.stdin;
-                }
-            }
-            None => self.attached.push((id, more)),
+        let have = self.attached.entry(id).or_default();
+        have.redirect |= more.redirect;
+        have.args.extend(more.args);
+        if more.stdin.is_some() {
+            have.stdin = more.stdin;
         }
     }
 
@@ -251,7 +270,13 @@ impl<'s> Walker<'s> {
             out.hazard(hazard, &text);
         }
         for script in scan.scripts {
-            split_into(&script, self.depth + 1, Inherit::default(), out);
+            split_into(
+                &script,
+                self.depth + 1,
+                self.deadline,
+                Inherit::default(),
+                out,
+            );
         }
         out.parse_error |= scan.unparsable;
     }
@@ -272,7 +297,7 @@ impl<'s> Walker<'s> {
         let expanded = expand(words, ctx, stdin);
         out.parts.extend(expanded.parts);
         for (script, inherit) in expanded.scripts {
-            split_into(&script, self.depth + 1, inherit, out);
+            split_into(&script, self.depth + 1, self.deadline, inherit, out);
         }
     }
 
@@ -328,4 +353,23 @@ fn has_ancestor(node: Node<'_>, kind: &str) -> bool {
         parent = p.parent();
     }
     false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_parse_out_of_time_fails_and_the_next_one_starts_afresh() {
+        let long = "ls -la && git status\n".repeat(10_000);
+        let past = Instant::now() - Duration::from_millis(1);
+        assert!(parse(&long, past).is_none(), "halted by the deadline");
+        let later = Instant::now() + PARSE_BUDGET;
+        let tree = parse("git status", later).expect("parsed");
+        assert_eq!(
+            tree.root_node().to_sexp(),
+            "(program (command name: (command_name (word)) argument: (word)))"
+        );
+        assert!(parse(&long, later).is_some());
+    }
 }

@@ -49,13 +49,11 @@ pub(crate) fn word(src: &str, node: Node<'_>) -> Word {
         }
         "concatenation" => {
             let mut out = Word::fixed("");
-            for i in 0..node.child_count() {
-                if let Some(child) = node.child(i) {
-                    let part = word(src, child);
-                    out.text.push_str(&part.text);
-                    out.is_static &= part.is_static;
-                    out.single &= part.single;
-                }
+            for child in children(node) {
+                let part = word(src, child);
+                out.text.push_str(&part.text);
+                out.is_static &= part.is_static;
+                out.single &= part.single;
             }
             out
         }
@@ -84,25 +82,41 @@ pub(crate) fn words_of(src: &str, nodes: &[Node<'_>]) -> Vec<Word> {
     words
 }
 
-/// The named children of `node`.
-pub(crate) fn named_children<'t>(node: Node<'t>) -> impl Iterator<Item = Node<'t>> {
-    (0..node.named_child_count()).filter_map(move |i| node.named_child(i))
+/// The children of `node`, in order. (`Node::child(i)` walks the siblings
+/// before `i`, so indexing every child of a long list would be quadratic.)
+pub(crate) fn children<'t>(node: Node<'t>) -> std::vec::IntoIter<Node<'t>> {
+    let mut cursor = node.walk();
+    let all: Vec<Node<'t>> = node.children(&mut cursor).collect();
+    all.into_iter()
+}
+
+/// The named children of `node`, in order.
+pub(crate) fn named_children<'t>(node: Node<'t>) -> std::vec::IntoIter<Node<'t>> {
+    let mut cursor = node.walk();
+    let named: Vec<Node<'t>> = node.named_children(&mut cursor).collect();
+    named.into_iter()
 }
 
 /// The children of `node`, with their field names.
 pub(crate) fn children_with_fields<'t>(
     node: Node<'t>,
-) -> impl Iterator<Item = (Node<'t>, Option<&'static str>)> {
-    (0..node.child_count()).filter_map(move |i| {
-        node.child(i)
-            .map(|c| (c, node.field_name_for_child(i as u32)))
-    })
+) -> std::vec::IntoIter<(Node<'t>, Option<&'static str>)> {
+    let mut out = Vec::new();
+    let mut cursor = node.walk();
+    if cursor.goto_first_child() {
+        loop {
+            out.push((cursor.node(), cursor.field_name()));
+            if !cursor.goto_next_sibling() {
+                break;
+            }
+        }
+    }
+    out.into_iter()
 }
 
 /// The operator of a redirection node (`>`, `>>`, `<`, `>&`, ...).
 pub(crate) fn redirect_operator<'s>(src: &'s str, node: Node<'_>) -> &'s str {
-    (0..node.child_count())
-        .filter_map(|i| node.child(i))
+    children(node)
         .find(|c| !c.is_named())
         .map(|c| text(src, c))
         .unwrap_or("")

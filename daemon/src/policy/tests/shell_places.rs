@@ -173,3 +173,42 @@ fn unparsable_and_bare_redirections_are_never_allowed() {
     check("", D, Decision::AskUser);
     check("# only a comment", D, Decision::AskUser);
 }
+
+#[test]
+fn deep_nesting_is_never_allowed_and_never_exhausts_the_stack() {
+    let n = 60_000;
+    let cases = vec![
+        format!("ls \"${{x:-'{}'}}\"", "$(".repeat(n)),
+        format!("ls \"${{x:-'{}'}}\"", "$(\"".repeat(n)),
+        format!("ls \"${{x:-'{}'}}\"", "${x:-".repeat(n)),
+        format!("ls <<EOF\n{}\nEOF", "$(".repeat(n)),
+        format!("[[ {}-f x{} ]] && ls", "( ".repeat(n), " )".repeat(n)),
+        format!("[[ {}-f x{} ]] && ls", "( ".repeat(100), " )".repeat(100)),
+        format!("ls {}", "`ls \\".repeat(n)),
+    ];
+    // Smaller than a tokio worker's stack, so that there is room to spare.
+    let worker = std::thread::Builder::new()
+        .stack_size(1 << 20)
+        .spawn(move || {
+            for command in cases {
+                let verdict = super::common::shell_verdict(
+                    "[[rule]]\ncommandPrefix = \"ls\"\ndecision = \"allow\"\npriority = 1\n",
+                    &command,
+                    D,
+                    true,
+                );
+                assert_ne!(verdict.decision, Decision::Allow, "{}", &command[..80]);
+            }
+            // Literal arithmetic, however deep, is inert.
+            let deep = format!("ls $(({}1{}))", "(".repeat(n), ")".repeat(n));
+            let verdict = super::common::shell_verdict(
+                "[[rule]]\ncommandPrefix = \"ls\"\ndecision = \"allow\"\npriority = 1\n",
+                &deep,
+                D,
+                true,
+            );
+            assert_eq!(verdict.decision, Decision::Allow);
+        })
+        .expect("spawn");
+    worker.join().expect("no stack overflow");
+}
