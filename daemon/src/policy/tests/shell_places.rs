@@ -169,6 +169,9 @@ fn unparsable_and_bare_redirections_are_never_allowed() {
     never("bash -c '> x'");
     never("eval '> x'");
     never("git status\nls (");
+    // tree-sitter-bash does not know `<>` (read-write, creating the file).
+    never("ls <> f");
+    never("2> f");
     // What is not a command at all is asked about like an empty line.
     check("", D, Decision::AskUser);
     check("# only a comment", D, Decision::AskUser);
