@@ -88,6 +88,35 @@ pub(crate) fn split_into(
     walker.walk(root, inherit, out);
 }
 
+/// Where a node sits, as far as its handling depends on it. (Found on the
+/// way down: `Node::parent` searches from the root, which would make the
+/// walk quadratic on deep input.)
+#[derive(Debug, Clone, Copy)]
+struct Scope {
+    parent: &'static str,
+    in_expansion: bool,
+    /// Substitutions, expansions and strings around the node: each level
+    /// is a word of the command around it, which copies its text.
+    nesting: usize,
+}
+
+/// Words nested deeper than this (`ls $(ls $(ls ...))`) are a parse error:
+/// every level copies the text inside it, so the parts of a deep nest grow
+/// with the square of its length.
+pub(crate) const MAX_WORD_NESTING: usize = 64;
+
+fn nests_words(kind: &str) -> bool {
+    matches!(
+        kind,
+        "command_substitution"
+            | "process_substitution"
+            | "expansion"
+            | "arithmetic_expansion"
+            | "string"
+            | "translated_string"
+    )
+}
+
 pub(super) struct Walker<'s> {
     pub(super) src: &'s str,
     pub(super) depth: usize,
@@ -103,8 +132,17 @@ impl<'s> Walker<'s> {
 
     /// Iterative depth-first walk (long `a && b && ...` chains nest deeply).
     fn walk(&mut self, root: Node<'_>, inherit: Inherit, out: &mut ShellSplit) {
-        let mut stack = vec![(root, inherit)];
-        while let Some((node, mut ctx)) = stack.pop() {
+        let top = Scope {
+            parent: "",
+            in_expansion: false,
+            nesting: 0,
+        };
+        let mut stack = vec![(root, inherit, top)];
+        while let Some((node, mut ctx, scope)) = stack.pop() {
+            if scope.nesting > MAX_WORD_NESTING {
+                out.parse_error = true;
+                continue;
+            }
             if let Some(redirect) = self.attachment(node.id()).map(|a| a.redirect) {
                 ctx.redirect |= redirect;
             }
@@ -142,7 +180,7 @@ impl<'s> Walker<'s> {
                     // Inside `"${x:-'...'}"` single quotes are plain
                     // characters and what they hold is expanded;
                     // tree-sitter still parses them as quotes.
-                    if has_ancestor(node, "expansion") {
+                    if scope.in_expansion {
                         let raw = self.text(node);
                         self.scanned(scan_expanding(raw), out);
                     }
@@ -204,9 +242,8 @@ impl<'s> Walker<'s> {
                     self.expand(words_of(self.src, &parts), ctx, None, out);
                 }
                 "variable_assignment" => {
-                    let in_declaration = node.parent().is_some_and(|p| {
-                        matches!(p.kind(), "declaration_command" | "unset_command")
-                    });
+                    let in_declaration =
+                        matches!(scope.parent, "declaration_command" | "unset_command");
                     if !in_declaration {
                         out.hazard(Hazard::Assignment, self.text(node));
                     }
@@ -240,10 +277,15 @@ impl<'s> Walker<'s> {
                 other => out.hazard(Hazard::Unrecognised, other),
             }
             if descend {
+                let scope = Scope {
+                    parent: node.kind(),
+                    in_expansion: scope.in_expansion || node.kind() == "expansion",
+                    nesting: scope.nesting + usize::from(nests_words(node.kind())),
+                };
                 let start = stack.len();
                 for child in children(node) {
                     if child.kind() != "heredoc_body" || node.kind() != "heredoc_redirect" {
-                        stack.push((child, ctx));
+                        stack.push((child, ctx, scope));
                     }
                 }
                 stack[start..].reverse();
@@ -342,17 +384,6 @@ impl<'s> Walker<'s> {
         words.extend(heredoc_args);
         self.expand(words, ctx, stdin.as_ref(), out);
     }
-}
-
-fn has_ancestor(node: Node<'_>, kind: &str) -> bool {
-    let mut parent = node.parent();
-    while let Some(p) = parent {
-        if p.kind() == kind {
-            return true;
-        }
-        parent = p.parent();
-    }
-    false
 }
 
 #[cfg(test)]

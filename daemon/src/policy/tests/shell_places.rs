@@ -202,6 +202,11 @@ fn deep_nesting_is_never_allowed_and_never_exhausts_the_stack() {
                 );
                 assert_ne!(verdict.decision, Decision::Allow, "{}", &command[..80]);
             }
+            // Each level of `ls $(ls $(...))` copies the text inside it.
+            let nested = format!("ls {}x{}", "$(ls ".repeat(n / 2), ")".repeat(n / 2));
+            let split = crate::policy::split_command(&nested);
+            assert!(split.parse_error, "too deep to be allowed");
+            assert!(split.parts.len() < 200, "{} parts", split.parts.len());
             // Literal arithmetic, however deep, is inert.
             let deep = format!("ls $(({}1{}))", "(".repeat(n), ")".repeat(n));
             let verdict = super::common::shell_verdict(
