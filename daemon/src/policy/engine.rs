@@ -154,10 +154,7 @@ impl PolicyEngine {
         candidates: &[u32],
         call: &CallView<'_>,
     ) -> Option<&'s PolicyRule> {
-        candidates
-            .iter()
-            .filter_map(|&i| self.rules.get(i as usize))
-            .find(|rule| rule_matches(rule, call))
+        self.first_match_where(candidates, call, |_| true)
     }
 
     /// The first rule that `keep` accepts and that matches `call`.
