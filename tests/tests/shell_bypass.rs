@@ -222,7 +222,13 @@ async fn no_command_line_runs_what_the_policy_did_not_allow() {
     }
 
     let session = c
-        .create_session(d.workspace.display().to_string(), None, None, Some(false))
+        .create_session(
+            d.workspace.display().to_string(),
+            None,
+            None,
+            Some(false),
+            None,
+        )
         .await
         .expect("session.create")
         .session_id;
@@ -297,6 +303,7 @@ async fn no_command_line_runs_what_the_policy_did_not_allow() {
             Some(geminid_protocol::session::ApprovalMode::Yolo),
             None,
             Some(false),
+            None,
         )
         .await
         .expect("yolo session")
