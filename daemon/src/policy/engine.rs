@@ -1,18 +1,24 @@
 //! Evaluation: the highest-priority matching rule decides; shell commands are
-//! decided sub-command by sub-command.
+//! decided part by part (`shell/`: a command line is allowed only when every
+//! part bash would evaluate is provably inert or itself allowed).
 //!
 //! For `run_shell_command` the verdict combines:
-//! * every [`CommandRole::Leaf`] sub-command (always counts);
-//! * the whole command line and every [`CommandRole::Context`] sub-command,
-//!   but only when the rule matching them looks at the command
-//!   (`commandPrefix`, `commandRegex` or `argsPattern`), so that a deny such
-//!   as `commandRegex = "curl.*\\| *sh"` on the whole line still wins;
+//! * every command ([`PartKind::Command`]): the rule matching its words;
+//!   outside yolo an allow becomes ask_user when it redirects output to a
+//!   file and the rule does not set `allowRedirection`;
+//! * the whole command line and every wrapper ([`PartKind::Wrapper`]), but
+//!   only when the rule matching them looks at the command (`commandPrefix`,
+//!   `commandRegex` or `argsPattern`), so that a deny such as
+//!   `commandRegex = "curl.*\\| *sh"` on the whole line still wins;
+//! * every evaluated part that is not a command ([`PartKind::Evaluated`]:
+//!   assignments, arithmetic, dynamic names...): rules about particular
+//!   commands may deny or ask but never allow it, so only a rule for every
+//!   shell command (yolo's, or one allowing the tool outright) can;
+//! * bare output redirections and parse errors: never allowed; ask_user,
+//!   and deny in yolo (where nobody is asked);
 //!
-//! and then: any deny wins, any ask_user downgrades an allow. Outside yolo,
-//! an allow becomes ask_user when the sub-command redirects output to a file
-//! (unless the rule sets `allowRedirection`), runs with `NAME=value`
-//! assignments, or has an unknowable name or payload; a parse error caps the
-//! result at ask_user. In non-interactive use ask_user becomes deny.
+//! and then: any deny wins, any ask_user downgrades an allow. In
+//! non-interactive use ask_user becomes deny.
 
 use crate::policy::index::RuleIndex;
 use crate::policy::matcher::{CallView, CommandText, rule_matches};
@@ -20,21 +26,9 @@ use crate::policy::rule::{
     ApprovalMode, Decision, MatchedRule, PolicyRule, SHELL_TOOL_NAME, Tier, ToolKind,
 };
 use crate::policy::session::SessionAllowlist;
-use crate::policy::shell::{CommandRole, ShellCommand, split_command};
 use serde::Serialize;
 use serde_json::Value;
 use std::cell::OnceCell;
-
-/// Directories whose binaries are matched by basename for `allow` rules too
-/// (`/usr/bin/git status` is allowed by `git status`; `./git status` is not).
-const SYSTEM_DIRS: &[&str] = &[
-    "/bin",
-    "/usr/bin",
-    "/usr/local/bin",
-    "/sbin",
-    "/usr/sbin",
-    "/opt/homebrew/bin",
-];
 
 /// A tool call to check.
 #[derive(Debug, Clone, Copy)]
@@ -85,11 +79,12 @@ pub struct PolicyEngine {
     index: RuleIndex,
 }
 
-struct Entry<'r> {
-    command: String,
-    decision: Decision,
-    rule: Option<&'r PolicyRule>,
-    note: Option<&'static str>,
+/// One part's decision while a shell command is checked.
+pub(super) struct Entry<'r> {
+    pub(super) command: String,
+    pub(super) decision: Decision,
+    pub(super) rule: Option<&'r PolicyRule>,
+    pub(super) note: Option<&'static str>,
 }
 
 impl PolicyEngine {
@@ -154,14 +149,25 @@ impl PolicyEngine {
         verdict
     }
 
-    fn first_match<'s>(
+    pub(super) fn first_match<'s>(
         &'s self,
         candidates: &[u32],
         call: &CallView<'_>,
     ) -> Option<&'s PolicyRule> {
+        self.first_match_where(candidates, call, |_| true)
+    }
+
+    /// The first rule that `keep` accepts and that matches `call`.
+    pub(super) fn first_match_where<'s>(
+        &'s self,
+        candidates: &[u32],
+        call: &CallView<'_>,
+        keep: impl Fn(&PolicyRule) -> bool,
+    ) -> Option<&'s PolicyRule> {
         candidates
             .iter()
             .filter_map(|&i| self.rules.get(i as usize))
+            .filter(|rule| keep(rule))
             .find(|rule| rule_matches(rule, call))
     }
 
@@ -192,168 +198,6 @@ impl PolicyEngine {
             reason,
         }
     }
-
-    fn check_shell(
-        &self,
-        input: &PolicyInput<'_>,
-        qualified: &str,
-        candidates: &[u32],
-        command: &str,
-        session: &SessionAllowlist,
-    ) -> PolicyVerdict {
-        let split = split_command(command);
-        let mut entries: Vec<Entry<'_>> = Vec::new();
-        let has_leaf = split.commands.iter().any(|c| c.role == CommandRole::Leaf);
-        let whole = view(input, qualified, Some(CommandText::Whole(command)));
-        let whole_rule = self.first_match(candidates, &whole);
-        if !has_leaf || whole_rule.is_some_and(PolicyRule::is_command_specific) {
-            let mut decision = whole_rule.map_or(Decision::AskUser, |r| r.decision);
-            let session_ok = session.allows_tool(qualified, None)
-                || session.allows_command(
-                    &command
-                        .split_whitespace()
-                        .map(str::to_owned)
-                        .collect::<Vec<_>>(),
-                );
-            if decision == Decision::AskUser
-                && whole_rule.is_none_or(|r| r.source.tier != Tier::Admin)
-                && session_ok
-            {
-                decision = Decision::Allow;
-            }
-            entries.push(Entry {
-                command: command.to_owned(),
-                decision,
-                rule: whole_rule,
-                note: None,
-            });
-        }
-        for sub in &split.commands {
-            let entry = self.check_sub(input, qualified, candidates, sub, session);
-            let counts = sub.role == CommandRole::Leaf
-                || entry.rule.is_some_and(PolicyRule::is_command_specific);
-            if counts {
-                entries.push(entry);
-            }
-        }
-        let mut decision = entries
-            .iter()
-            .map(|e| e.decision)
-            .max_by_key(|d| d.severity())
-            .unwrap_or(Decision::AskUser);
-        let deciding = entries.iter().find(|e| e.decision == decision);
-        let mut reason = match deciding {
-            Some(e) => describe(decision, e.rule, Some(&e.command), e.note),
-            None => describe(decision, None, None, None),
-        };
-        let rule = deciding.and_then(|e| e.rule).map(MatchedRule::of);
-        if input.mode != ApprovalMode::Yolo && decision == Decision::Allow {
-            if split.parse_error {
-                decision = Decision::AskUser;
-                reason = "the command could not be parsed completely".to_owned();
-            } else if split.unverifiable {
-                decision = Decision::AskUser;
-                reason =
-                    "the command evaluates arithmetic on text containing a command substitution"
-                        .to_owned();
-            }
-        }
-        PolicyVerdict {
-            decision,
-            rule,
-            subcommands: entries
-                .into_iter()
-                .map(|e| SubcommandVerdict {
-                    command: e.command,
-                    decision: e.decision,
-                    rule: e.rule.map(MatchedRule::of),
-                })
-                .collect(),
-            reason,
-        }
-    }
-
-    fn check_sub<'s>(
-        &'s self,
-        input: &PolicyInput<'_>,
-        qualified: &str,
-        candidates: &[u32],
-        sub: &ShellCommand,
-        session: &SessionAllowlist,
-    ) -> Entry<'s> {
-        let full = view(
-            input,
-            qualified,
-            Some(CommandText::Sub {
-                words: &sub.words,
-                text: &sub.text,
-            }),
-        );
-        let mut rule = self.first_match(candidates, &full);
-        let mut session_ok =
-            session.allows_tool(qualified, None) || session.allows_command(&sub.words);
-        if let Some((dir, base)) = sub.words.first().and_then(|name| name.rsplit_once('/')) {
-            let mut words = sub.words.clone();
-            words[0] = base.to_owned();
-            let text = words.join(" ");
-            let base_view = view(
-                input,
-                qualified,
-                Some(CommandText::Sub {
-                    words: &words,
-                    text: &text,
-                }),
-            );
-            let base_rule = self.first_match(candidates, &base_view);
-            let trusted_dir = SYSTEM_DIRS.contains(&dir);
-            if let Some(candidate) = base_rule
-                && (trusted_dir || candidate.decision != Decision::Allow)
-            {
-                let better = match rule {
-                    None => true,
-                    Some(current) => {
-                        (candidate.scaled_priority(), candidate.decision.severity())
-                            > (current.scaled_priority(), current.decision.severity())
-                    }
-                };
-                if better {
-                    rule = Some(candidate);
-                }
-            }
-            session_ok |= trusted_dir && session.allows_command(&words);
-        }
-        let mut decision = rule.map_or(Decision::AskUser, |r| r.decision);
-        if decision == Decision::AskUser
-            && rule.is_none_or(|r| r.source.tier != Tier::Admin)
-            && session_ok
-        {
-            // The session answer decides, not the rule that asked.
-            decision = Decision::Allow;
-            rule = None;
-        }
-        let mut note = None;
-        if decision == Decision::Allow && input.mode != ApprovalMode::Yolo {
-            let redirect_ok = rule.is_some_and(|r| r.allow_redirection);
-            note = if sub.opaque {
-                Some("the command name or payload is only known at run time")
-            } else if sub.output_redirect && !redirect_ok {
-                Some("output is redirected to a file")
-            } else if sub.env_assignments {
-                Some("it sets environment variables")
-            } else {
-                None
-            };
-            if note.is_some() {
-                decision = Decision::AskUser;
-            }
-        }
-        Entry {
-            command: sub.text.clone(),
-            decision,
-            rule,
-            note,
-        }
-    }
 }
 
 fn qualified_name(input: &PolicyInput<'_>) -> String {
@@ -365,7 +209,7 @@ fn qualified_name(input: &PolicyInput<'_>) -> String {
     }
 }
 
-fn view<'a>(
+pub(super) fn view<'a>(
     input: &PolicyInput<'a>,
     qualified: &'a str,
     command: Option<CommandText<'a>>,
@@ -382,7 +226,7 @@ fn view<'a>(
     }
 }
 
-fn describe(
+pub(super) fn describe(
     decision: Decision,
     rule: Option<&PolicyRule>,
     command: Option<&str>,

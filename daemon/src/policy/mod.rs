@@ -10,17 +10,21 @@
 //! * `settings` — rules from `tools.core` / `tools.exclude` / `tools.allowed`.
 //! * `engine` — [`PolicyEngine::check`]; `index` and `matcher` — which rules
 //!   can match and whether one does.
-//! * `shell`, `wrappers`, `unquote` — tree-sitter-bash splitting into
-//!   sub-commands ([`split_command`]).
+//! * `shell/` — tree-sitter-bash splitting into the parts bash evaluates
+//!   ([`split_command`]); `shell_verdict` — deciding each part and
+//!   combining them.
 //! * `session` — [`SessionAllowlist`]; `save` — atomic append of an
 //!   "always allow" rule to a policy file (IO).
 //!
-//! Invariants: the evaluator (`engine`, `matcher`, `shell`, `wrappers`) does
-//! no IO; only `dir` and `save` touch the file system. A shell command is
-//! allowed only if every sub-command it would run is allowed; anything the
-//! splitter cannot see through (parse errors, dynamic command names, dynamic
-//! `bash -c` / `eval` payloads, shells reading unknown stdin) is at most
-//! ask_user outside yolo.
+//! Invariants: the evaluator (`engine`, `matcher`, `shell/`,
+//! `shell_verdict`) does no IO; only `dir` and `save` touch the file
+//! system. A shell command line is allowed only when every part bash would
+//! evaluate is provably inert or itself allowed: commands by the rules that
+//! match them, everything else bash evaluates (assignments, arithmetic on
+//! values, indirection, dynamic names and payloads, function definitions)
+//! only by a rule for every shell command (yolo's); bare output
+//! redirections and unparsable text by no rule at all (ask_user, deny in
+//! yolo).
 //!
 //! Decisions taken where the spec is silent:
 //! * Equal final priority: deny before ask_user before allow, then load order.
@@ -28,19 +32,26 @@
 //!   each sub-command's unquoted words joined by spaces), not against JSON.
 //! * `commandPrefix` matches whole words of a sub-command; a prefix ending in
 //!   a space needs at least one more word.
-//! * Outside yolo, an allow becomes ask_user when a sub-command redirects
+//! * Outside yolo, an allow becomes ask_user when a command redirects
 //!   output to a file (not `/dev/null`, `/dev/stdout`, `/dev/stderr`, not
-//!   `2>&1`-style duplication) unless the rule sets `allowRedirection`, when
-//!   it runs with `NAME=value` assignments (`FOO=1 git status`,
-//!   `env FOO=1 ...`), or when its name or payload is only known at run time.
+//!   `2>&1`-style duplication) unless the rule sets `allowRedirection`.
+//! * A plain parameter expansion used as an argument (`$x`, `"${x:-d}"`,
+//!   `${#x}`, `${x%.rs}`) is inert: bash splits and globs its value but
+//!   never evaluates it, and the command the rule allowed receives it (a
+//!   rule allowing `find` allows any arguments). Where the splitter looks
+//!   inside arguments for code (wrappers, `find -exec`, `xargs`, `bash -c`,
+//!   `eval`, `trap`, `test -v`, `printf -v`), an argument only known at run
+//!   time makes that command dynamic.
 //! * Absolute or relative paths also match by basename; a basename match may
 //!   only *allow* for binaries in `/bin`, `/usr/bin`, `/usr/local/bin`,
 //!   `/sbin`, `/usr/sbin`, `/opt/homebrew/bin` (`./git status` is not
 //!   allowed by a `git status` rule, `./rm` is denied by an `rm` rule).
 //! * Wrappers (`command`, `exec`, `env`, `nohup`, `time`, `nice`, `timeout`,
-//!   `xargs`, `stdbuf`, `builtin`, `busybox`, `coproc`) count only through
-//!   the command they wrap unless a rule names the wrapper itself or an
-//!   option is not recognised; `sudo` / `doas` always count themselves.
+//!   `xargs`, `stdbuf`, `builtin`, `busybox`), `bash -c` / `eval` with a
+//!   static payload and shells reading a static here-document count only
+//!   through what they run unless a rule names the wrapper itself or an
+//!   option is not recognised; `sudo` / `doas` always count themselves;
+//!   `env -C dir` counts itself (it moves the command like `cd`).
 //! * Session "always allow" answers only turn ask_user into allow; they never
 //!   lift a deny or an Admin-tier ask_user.
 
@@ -57,8 +68,7 @@ pub mod save;
 pub mod session;
 pub mod settings;
 pub mod shell;
-mod unquote;
-mod wrappers;
+mod shell_verdict;
 
 pub use defaults::default_rules;
 pub use dir::{DirMeta, admin_dir_problem, admin_dir_refusal, load_admin_dir, load_dir};
@@ -73,7 +83,7 @@ pub use rule::{
 pub use save::{SavedRule, save_always_allow};
 pub use session::SessionAllowlist;
 pub use settings::settings_rules;
-pub use shell::{CommandRole, ShellCommand, ShellSplit, split_command};
+pub use shell::{Hazard, PartKind, ShellPart, ShellSplit, split_command};
 
 /// Checks a call of `tool_name` as the scheduler would: the tool's kind and
 /// MCP server come from the registry (an unknown tool counts as `other`).

@@ -5,6 +5,8 @@ mod common;
 mod engine;
 mod load_table;
 mod robustness;
+mod shell_classes;
+mod shell_places;
 mod shell_table;
 mod sources;
 mod split;

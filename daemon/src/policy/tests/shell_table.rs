@@ -260,7 +260,7 @@ fn heredocs_and_continuations() {
     check(GIT, "git status \\\n && rm -rf ~", D, ASK);
     check(SAFE, "r\\\nm -rf ~", D, DENY);
     check(SAFE, "bash <<'EOF'\nrm -rf ~\nEOF", D, DENY);
-    check(SAFE, "bash <<EOF\nls\nEOF", D, ASK);
+    check(SAFE, "bash <<EOF\nls\nEOF", D, ALLOW);
     check(SAFE, "bash <<< 'rm -rf ~'", D, DENY);
     check(SAFE, "sudo sh <<< \"rm -rf ~\"", D, DENY);
     check(SHELLS, "bash <<'EOF'\nls\nEOF", D, ALLOW);
@@ -291,8 +291,10 @@ fn subshells_groups_and_control_flow() {
     check(SAFE, "[[ 'a[$(rm -rf ~)]' -eq 1 ]] && ls", D, ASK);
     check(SAFE, "(( 'a[`rm -rf ~`]' + 1 )); ls", D, ASK);
     check(SAFE, "let 'x=a[$(rm -rf ~)]'; ls", D, ASK);
-    check(SAFE, "echo $(( x + 1 ))", D, ALLOW);
-    check(SAFE, "for ((i=0;i<3;i++)); do ls; done", D, ALLOW);
+    check(SAFE, "echo $(( x + 1 ))", D, ASK);
+    check(SAFE, "echo $(( 1 + 2 ))", D, ALLOW);
+    check(SAFE, "for ((i=0;i<3;i++)); do ls; done", D, ASK);
+    check(SAFE, "for ((;;)); do ls; done", D, ALLOW);
 }
 
 #[test]
@@ -385,7 +387,7 @@ fn parse_errors() {
     check(GIT, "git status )", D, ASK);
     check(GIT, "git status 'unterminated", D, ASK);
     check(GIT, "git status $(", D, ASK);
-    check(GIT, "git status ((", Y, ALLOW);
+    check(GIT, "git status ((", Y, DENY);
     check_ni(GIT, "git status ((", D, DENY);
 }
 
