@@ -181,6 +181,44 @@ async fn proceed_always_lets_the_next_call_of_that_tool_run_without_asking() {
     .await;
 }
 
+/// "Always" remembers the command names it saw, never the shell tool
+/// itself: a command with no static name (`x=1`, `$CMD`, a bare
+/// redirection) is approved once and later commands still ask, with and
+/// without "save".
+#[tokio::test]
+async fn always_on_a_nameless_shell_command_allows_nothing_later() {
+    for outcome in [
+        ConfirmationOutcome::ProceedAlways,
+        ConfirmationOutcome::ProceedAlwaysTool,
+        ConfirmationOutcome::ProceedAlwaysAndSave,
+    ] {
+        for nameless in ["$CMD -l", "${X:-ls}"] {
+            let mut f = Fixture::new(None, None).await;
+            let call = f
+                .ask("run_shell_command", json!({"command": nameless}))
+                .await;
+            assert!(f.confirm(&call, outcome, None).await.unwrap());
+            let last = f.finish(&call).await.pop().unwrap();
+            let decided = last.decided_by.clone().unwrap_or_default();
+            assert!(
+                decided.contains("approved once"),
+                "{outcome:?} {nameless}: {decided}"
+            );
+            // Another command, never approved, still asks.
+            f.ask("run_shell_command", json!({"command": "touch pwned"}))
+                .await;
+            let saved =
+                f.d.home()
+                    .join(".gemini/policies/geminid-always-allow.toml");
+            assert!(
+                !saved.exists(),
+                "{outcome:?} {nameless}: nothing may be saved: {:?}",
+                std::fs::read_to_string(&saved)
+            );
+        }
+    }
+}
+
 #[tokio::test]
 async fn the_cancel_outcome_cancels_the_call() {
     let mut f = Fixture::new(None, None).await;

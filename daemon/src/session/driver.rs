@@ -93,10 +93,14 @@ impl Actor {
                     .registry
                     .get(&name)
                     .and_then(|t| t.tool.source().server().map(str::to_owned));
-                let what = self.remember_always(&name, &args, server.as_deref(), outcome)?;
-                Answer::Proceed {
-                    decided_by: format!("{what} approved for the rest of the session"),
-                }
+                let decided_by =
+                    match self.remember_always(&name, &args, server.as_deref(), outcome)? {
+                        Some(what) => format!("{what} approved for the rest of the session"),
+                        None => "approved once by a client (a shell command with no command name \
+                             to remember: nothing was allowed for later calls)"
+                            .to_owned(),
+                    };
+                Answer::Proceed { decided_by }
             }
             ConfirmationOutcome::ModifyWithEditor => {
                 let args = modified_args.ok_or_else(|| {
@@ -136,11 +140,19 @@ impl Actor {
         args: &Value,
         server: Option<&str>,
         outcome: ConfirmationOutcome,
-    ) -> Result<String, SessionError> {
+    ) -> Result<Option<String>, SessionError> {
+        let shell = name == SHELL_TOOL_NAME;
         let roots = match args.get("command").and_then(Value::as_str) {
-            Some(command) if name == SHELL_TOOL_NAME => split_command(command).roots(),
+            Some(command) if shell => split_command(command).roots(),
             Some(_) | None => Vec::new(),
         };
+        if shell && roots.is_empty() {
+            // `x=1`, `$CMD`, `>file`: "always" would otherwise allow the
+            // shell tool itself, every command, for the rest of the
+            // session (and, saved, for good). A person approved this one
+            // command; nothing wider is remembered.
+            return Ok(None);
+        }
         let (what, saved) = match (outcome, server) {
             (ConfirmationOutcome::ProceedAlwaysServer, Some(server)) => {
                 self.allowlist.allow_server(server);
@@ -166,7 +178,7 @@ impl Actor {
                 SessionError::InvalidParams(format!("could not save the rule: {e}"))
             })?;
         }
-        Ok(what)
+        Ok(Some(what))
     }
 
     pub(super) fn apply_one(&mut self, effect: Effect) {
