@@ -6,7 +6,7 @@
 
 use super::builtins::{builtin_hazards, is_inspected};
 use super::types::{Hazard, Inherit, PartKind, ShellPart, Word};
-use super::wrappers::{ESCALATORS, SHELLS, WRAPPERS};
+use super::wrapper_names::{ESCALATORS, SHELLS, WRAPPERS};
 
 /// What a simple command expands to.
 #[derive(Debug, Default)]

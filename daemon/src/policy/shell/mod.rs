@@ -37,6 +37,7 @@ mod types;
 mod unquote;
 mod walk;
 mod words;
+mod wrapper_names;
 mod wrappers;
 
 pub use types::{Hazard, PartKind, ShellPart, ShellSplit};

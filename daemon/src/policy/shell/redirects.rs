@@ -2,20 +2,10 @@
 //! what they read, and the here-documents they carry.
 
 use super::scan::scan_expanding;
-use super::types::{Hazard, PartKind, ShellSplit, Word};
+use super::types::{Attached, Hazard, PartKind, ShellSplit, Word};
 use super::walk::Walker;
 use super::words::{children_with_fields, named_children, redirect_operator, text, word};
 use tree_sitter::Node;
-
-/// Redirections a `redirected_statement` hands to the command they belong
-/// to.
-#[derive(Debug, Default, Clone)]
-pub(super) struct Attached {
-    pub(super) redirect: bool,
-    pub(super) stdin: Option<Word>,
-    /// Arguments written after a here-document operator (`rm <<EOF -rf x`).
-    pub(super) args: Vec<Word>,
-}
 
 pub(super) fn is_descriptor(word: &Word) -> bool {
     word.is_static && (word.text == "-" || word.text.chars().all(|c| c.is_ascii_digit()))

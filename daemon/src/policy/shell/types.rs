@@ -174,3 +174,13 @@ pub(crate) struct Inherit {
     /// The command gets more arguments at run time (it runs under `xargs`).
     pub runtime_args: bool,
 }
+
+/// Redirections a `redirected_statement` hands to the command they belong
+/// to.
+#[derive(Debug, Default, Clone)]
+pub(super) struct Attached {
+    pub(super) redirect: bool,
+    pub(super) stdin: Option<Word>,
+    /// Arguments written after a here-document operator (`rm <<EOF -rf x`).
+    pub(super) args: Vec<Word>,
+}

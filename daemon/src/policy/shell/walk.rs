@@ -6,9 +6,8 @@
 
 use super::command::expand;
 use super::expansion::{brace_hazard, is_literal_arithmetic};
-use super::redirects::Attached;
 use super::scan::{Scan, scan_expanding};
-use super::types::{Hazard, Inherit, PartKind, ShellSplit, Word};
+use super::types::{Attached, Hazard, Inherit, PartKind, ShellSplit, Word};
 use super::words::{children, children_with_fields, text, words_of};
 use std::cell::RefCell;
 use std::collections::HashMap;

@@ -16,7 +16,6 @@ use ignore::Match;
 use ignore::gitignore::Gitignore;
 use tokio_util::sync::CancellationToken;
 
-use super::common;
 use super::dir_cache::{DirCache, Kind, Listing};
 use super::walk::{Filtering, GEMINI_IGNORE, GIT_IGNORE};
 
@@ -123,7 +122,7 @@ impl CachedWalk<'_> {
         let rules = self.layer(&job.dir, &listing, job.rules);
         let mut children = Vec::new();
         for entry in &listing.entries {
-            if common::is_temp_name(&entry.name) {
+            if super::atomic_write::is_temp_name(&entry.name) {
                 continue;
             }
             let path = job.dir.join(&entry.name);

@@ -3,7 +3,7 @@ use std::path::{Path, PathBuf};
 
 use tokio_util::sync::CancellationToken;
 
-use super::super::common::TEMP_PREFIX;
+use super::super::atomic_write::TEMP_PREFIX;
 use super::super::dir_cache::{DirCache, Kind};
 use super::super::walk::{self, Filtering};
 use super::CachedWalk;
@@ -59,7 +59,9 @@ fn reference(bases: &[&Path], filtering: Filtering) -> Vec<PathBuf> {
     for b in &bases[1..] {
         builder.add(b);
     }
-    builder.filter_entry(|e| !walk::is_git_dir(e) && !super::common::is_temp_name(e.file_name()));
+    builder.filter_entry(|e| {
+        !walk::is_git_dir(e) && !super::super::atomic_write::is_temp_name(e.file_name())
+    });
     let mut out: Vec<PathBuf> = builder
         .build()
         .filter_map(Result::ok)

@@ -229,8 +229,6 @@ pub fn decode_text(mut bytes: Vec<u8>) -> String {
     String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
-pub use super::atomic_write::{TEMP_PREFIX, atomic_write, atomic_write_in, is_temp_name};
-
 #[cfg(test)]
 mod tests {
     use super::*;

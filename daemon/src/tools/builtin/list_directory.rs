@@ -186,7 +186,7 @@ impl ListDirectoryInvocation {
         let mut ignored = 0usize;
         for item in read {
             let item = item.map_err(|e| common::io_error("list", &self.dir, &e))?;
-            if common::is_temp_name(&item.file_name()) {
+            if super::atomic_write::is_temp_name(&item.file_name()) {
                 continue;
             }
             // Sensitive entries are left out without a word, as in the

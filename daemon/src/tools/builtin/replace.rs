@@ -199,7 +199,12 @@ impl ReplaceInvocation {
 
     fn run(self, gate: &common::CommitGate) -> Result<ToolResult, ToolError> {
         let (current, plan) = self.plan()?;
-        common::atomic_write_in(&self.root, &self.path, plan.new_content.as_bytes(), gate)?;
+        super::atomic_write::atomic_write_in(
+            &self.root,
+            &self.path,
+            plan.new_content.as_bytes(),
+            gate,
+        )?;
         let shown = self.path.display();
         let mut text = match plan.mode {
             MatchMode::Create => format!("Created new file: {shown} with the provided content."),

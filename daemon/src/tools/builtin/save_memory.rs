@@ -177,7 +177,7 @@ fn save_locked(path: &Path, fact: &str, gate: &common::CommitGate) -> Result<(),
     // A memory file that is a symlink (dotfiles kept elsewhere) is written
     // where it points, and stays a symlink.
     let target = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
-    common::atomic_write(&target, add_memory(&current, fact).as_bytes(), gate)?;
+    super::atomic_write::atomic_write(&target, add_memory(&current, fact).as_bytes(), gate)?;
     drop(dir_handle);
     Ok(())
 }

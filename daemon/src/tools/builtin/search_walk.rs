@@ -62,7 +62,7 @@ pub fn walker(root: &PinnedRoot, dir: &Path, filter: &SearchFilter) -> WalkBuild
     b.filter_entry(move |e| {
         let name = e.file_name();
         if name == ".git"
-            || super::common::is_temp_name(name)
+            || super::atomic_write::is_temp_name(name)
             || blocked_segment(Path::new(name)).is_some()
         {
             return false;

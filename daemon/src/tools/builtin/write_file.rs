@@ -153,7 +153,12 @@ impl WriteFileInvocation {
 
     fn run(self, gate: &common::CommitGate) -> Result<ToolResult, ToolError> {
         let old = current_text(&self.root, &self.path)?;
-        common::atomic_write_in(&self.root, &self.path, self.params.content.as_bytes(), gate)?;
+        super::atomic_write::atomic_write_in(
+            &self.root,
+            &self.path,
+            self.params.content.as_bytes(),
+            gate,
+        )?;
         let mut text = match old {
             None => format!(
                 "Successfully created and wrote to new file: {}",
