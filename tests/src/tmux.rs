@@ -32,6 +32,20 @@ impl Tmux {
     /// Runs `command` in a new detached 120x40 session; when it exits,
     /// the pane shows `EXITED=<status>` (and stays for reading).
     pub fn start(&self, name: &str, command: &str) {
+        self.start_in(name, "sh", command);
+    }
+
+    /// Types `command` into an interactive bash, as a person would: with
+    /// job control the command runs in a process group of its own, so a
+    /// Ctrl-C reaches it alone. When it exits, the pane shows
+    /// `EXITED=<status>` as with [`Tmux::start`].
+    pub fn run_in_shell(&self, name: &str, command: &str) {
+        self.start_in(name, "bash", "exec bash --norc --noprofile -i");
+        // Quoted apart, so the typed line itself never reads `EXITED=`.
+        self.line(name, &format!("{command}; echo \"EXIT\"\"ED=$?\""));
+    }
+
+    fn start_in(&self, name: &str, shell: &str, command: &str) {
         let script = format!("{command}; echo EXITED=$?; sleep 600");
         let out = self.tmux(&[
             "new-session",
@@ -42,11 +56,13 @@ impl Tmux {
             "120",
             "-y",
             "40",
-            "sh",
+            shell,
             "-c",
             &script,
         ]);
         assert!(out.status.success(), "tmux new-session: {out:?}");
+        // A pane whose shell died stays, saying how it died.
+        self.tmux(&["set-option", "-t", name, "remain-on-exit", "on"]);
     }
 
     pub fn keys(&self, name: &str, keys: &[&str]) {

@@ -28,10 +28,11 @@ fn marker(what: &str) -> String {
     format!("gmdterm{}x{what}", std::process::id())
 }
 
-/// Live processes whose command line contains `m`.
+/// Live processes whose command line starts with `m` (their `argv[0]`,
+/// set with `exec -a`; gemctl's own command line only contains it).
 fn pgrep(m: &str) -> Vec<String> {
     let out = Command::new("pgrep")
-        .args(["-a", "-f", m])
+        .args(["-a", "-f", &format!("^{m}")])
         .output()
         .unwrap();
     String::from_utf8_lossy(&out.stdout)
@@ -69,7 +70,7 @@ async fn ctrl_c_on_a_call_kills_its_process_group_and_exits_4() {
     // A command with a child in the background and one in the foreground.
     let args = json!({"command": format!("(exec -a {m}-bg sleep 40) & exec -a {m}-fg sleep 40; echo done")})
         .to_string();
-    tmux.start(
+    tmux.run_in_shell(
         "a",
         &gemctl_command(
             &d,
@@ -87,7 +88,7 @@ async fn ctrl_c_on_a_call_kills_its_process_group_and_exits_4() {
     assert_eq!(exit_status(&tmux, "a").await, 4, "{}", tmux.screen("a"));
     let screen = tmux.screen("a");
     assert!(screen.contains("cancelling call-"), "{screen}");
-    assert!(!screen.contains("done"), "{screen}");
+    assert!(!screen.lines().any(|l| l.trim() == "done"), "{screen}");
     println!(
         "ctrl-c to process group gone: {:.0} ms",
         gone.as_secs_f64() * 1000.0
@@ -106,7 +107,7 @@ async fn ctrl_c_on_a_call_kills_its_process_group_and_exits_4() {
     // (SIGTERM ignored) and the daemon is still ending it.
     let m2 = marker("stubborn");
     let args = json!({"command": format!("trap '' TERM; exec -a {m2} sleep 40")}).to_string();
-    tmux.start(
+    tmux.run_in_shell(
         "b",
         &gemctl_command(
             &d,
@@ -207,7 +208,7 @@ async fn ctrl_c_on_an_interactive_prompt_cancels_the_waiting_turn() {
     fake.set_var("WS", &d.workspace.display().to_string());
     let c = d.client().await;
     let tmux = Tmux::new(d.dir.path());
-    tmux.start("a", &gemctl_command(&d, "prompt --interactive 'write it'"));
+    tmux.run_in_shell("a", &gemctl_command(&d, "prompt --interactive 'write it'"));
     tmux.wait_for("a", "Allow write_file?").await;
     tmux.keys("a", &["C-c"]);
     assert_eq!(exit_status(&tmux, "a").await, 4, "{}", tmux.screen("a"));
@@ -326,13 +327,15 @@ async fn a_call_prints_its_result_once_and_json_means_json() {
             "--session",
             &session,
             "run_shell_command",
-            r#"{"command": "echo once-only"}"#,
+            r#"{"command": "printf 'x%sy\\n' once"}"#,
         ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert_eq!(stdout.matches("once-only").count(), 1, "{stdout}");
+    assert_eq!(stdout.matches("xoncey").count(), 1, "{stdout}");
+    // The live output went to the status stream.
+    assert!(String::from_utf8_lossy(&out.stderr).contains("xoncey"));
 
     // Without --session: a one-off session in the current directory,
     // gone afterwards.

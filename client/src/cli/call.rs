@@ -155,12 +155,9 @@ async fn follow(
             }
         }
         if snapshot.state.is_terminal() {
-            if !ctx.json {
-                if snapshot.state == CallState::Success {
-                    outln!("{}", render::content_text(&snapshot));
-                } else {
-                    eprintln!("{}", render::result_text(&snapshot));
-                }
+            // A failure's message is on its state line (stderr) already.
+            if !ctx.json && snapshot.state == CallState::Success {
+                outln!("{}", render::content_text(&snapshot));
             }
             return Ok(render::exit_status(&snapshot));
         }
