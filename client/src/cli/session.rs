@@ -87,7 +87,7 @@ pub async fn run(ctx: &Ctx, cmd: SessionCommand) -> Outcome {
         }
         SessionCommand::List => {
             let mut sessions = client.list_sessions().await?;
-            sessions.sort_by(|a, b| b.updated_at.cmp(&a.updated_at));
+            sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_at));
             if ctx.json {
                 return print_json(&sessions);
             }
