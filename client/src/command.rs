@@ -23,11 +23,14 @@ pub mod exit {
 pub(crate) struct Ctx {
     pub socket: PathBuf,
     pub json: bool,
+    /// The name given to the daemon (`gemctl chat`, ...): the origin of
+    /// the sessions the command creates.
+    pub client: &'static str,
 }
 
 impl Ctx {
     pub async fn connect(&self) -> Result<Client, ClientError> {
-        Client::connect_as(&self.socket, "gemctl").await
+        Client::connect_as(&self.socket, self.client).await
     }
 }
 
@@ -72,6 +75,44 @@ impl From<jsonrpsee::core::ClientError> for Failure {
     }
 }
 
+/// The session a command was given, by its full id or a prefix of it
+/// that names one session alone (as `git` takes commit ids).
+pub(crate) async fn resolve_session(client: &Client, given: &str) -> Result<String, Failure> {
+    use geminid_protocol::api::GeminidApiClient;
+    let given = given.trim();
+    if given.len() == 32 {
+        return Ok(given.to_owned());
+    }
+    if given.is_empty() {
+        return Err(Failure::new(exit::USAGE, "the session id is empty"));
+    }
+    let sessions = client.list_sessions().await?;
+    let matching: Vec<&str> = sessions
+        .iter()
+        .map(|s| s.session_id.as_str())
+        .filter(|id| id.starts_with(given))
+        .collect();
+    match matching.as_slice() {
+        [one] => Ok((*one).to_owned()),
+        [] => Err(Failure::new(
+            exit::FAILED,
+            format!("no session with id `{given}` (`gemctl session list` shows them)"),
+        )),
+        many => Err(Failure::new(
+            exit::USAGE,
+            format!(
+                "`{given}` names {} sessions ({}); give more of the id",
+                many.len(),
+                many.iter()
+                    .take(5)
+                    .map(|id| &id[..id.len().min(12)])
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )),
+    }
+}
+
 /// A command's exit status, or why it failed.
 pub(crate) type Outcome = Result<u8, Failure>;
 
@@ -79,6 +120,34 @@ pub(crate) type Outcome = Result<u8, Failure>;
 pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> Outcome {
     let text =
         serde_json::to_string(value).map_err(|e| Failure::new(exit::FAILED, e.to_string()))?;
-    println!("{text}");
+    out(format_args!("{text}\n"));
     Ok(exit::OK)
 }
+
+/// Writes to stdout and flushes. A reader that went away (`gemctl session
+/// list | head -1`) ends gemctl quietly with status 0, as `ls | head`
+/// does, instead of the panic `println!` would give; other write errors
+/// are dropped like the ones `println!` cannot report.
+pub(crate) fn out(text: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let written = stdout.write_fmt(text).and_then(|()| stdout.flush());
+    if let Err(e) = written
+        && e.kind() == std::io::ErrorKind::BrokenPipe
+    {
+        std::process::exit(i32::from(exit::OK));
+    }
+}
+
+/// `println!` to stdout through [`out`]: never panics on a closed pipe.
+macro_rules! outln {
+    () => { $crate::command::out(format_args!("\n")) };
+    ($($arg:tt)*) => { $crate::command::out(format_args!("{}\n", format_args!($($arg)*))) };
+}
+
+/// `print!` to stdout through [`out`].
+macro_rules! outp {
+    ($($arg:tt)*) => { $crate::command::out(format_args!($($arg)*)) };
+}
+
+pub(crate) use {outln, outp};

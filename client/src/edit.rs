@@ -8,7 +8,14 @@ pub(crate) fn edit_args(args: &Value) -> Result<Value, String> {
     let editor = std::env::var("VISUAL")
         .or_else(|_| std::env::var("EDITOR"))
         .unwrap_or_else(|_| "vi".to_owned());
-    let path = std::env::temp_dir().join(format!("gemctl-args-{}.json", std::process::id()));
+    // A new file with an unpredictable name, created exclusively and
+    // readable by us alone (another user cannot plant or read it).
+    let file = tempfile::Builder::new()
+        .prefix("gemctl-args-")
+        .suffix(".json")
+        .tempfile()
+        .map_err(|e| format!("cannot create a temporary file: {e}"))?;
+    let path = file.path().to_path_buf();
     let text = serde_json::to_string_pretty(args).map_err(|e| e.to_string())?;
     std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     let status = std::process::Command::new("sh")
@@ -19,7 +26,7 @@ pub(crate) fn edit_args(args: &Value) -> Result<Value, String> {
         .status()
         .map_err(|e| format!("cannot run {editor}: {e}"))?;
     let edited = std::fs::read_to_string(&path).map_err(|e| e.to_string());
-    let _ = std::fs::remove_file(&path);
+    drop(file);
     if !status.success() {
         return Err(format!("{editor} exited with {status}; nothing sent"));
     }

@@ -17,12 +17,15 @@
 //! [`GeminidApiClient`] is available on it.
 
 mod acp;
+mod answers;
+mod call_follow;
 mod chat;
 pub mod cli;
 mod client;
 mod command;
 mod edit;
 mod mcp_serve;
+mod start;
 pub mod transport;
 
 pub use client::{Client, ClientError, default_socket};

@@ -31,7 +31,12 @@ pub fn approval_mode_from(mode: proto::ApprovalMode) -> ApprovalMode {
     }
 }
 
-pub fn session_info(record: &SessionRecord, last_seq: u64, loaded: bool) -> proto::SessionInfo {
+pub fn session_info(
+    record: &SessionRecord,
+    last_seq: u64,
+    updated_at: Option<u64>,
+    loaded: bool,
+) -> proto::SessionInfo {
     proto::SessionInfo {
         session_id: record.id.clone(),
         cwd: record.cwd.clone(),
@@ -39,6 +44,8 @@ pub fn session_info(record: &SessionRecord, last_seq: u64, loaded: bool) -> prot
         approval_mode: approval_mode(record.approval_mode),
         interactive: record.interactive,
         created_at: record.created_at,
+        updated_at: updated_at.unwrap_or(record.created_at),
+        origin: record.origin.clone(),
         last_seq,
         loaded,
     }

@@ -26,7 +26,10 @@ pub trait GeminidApi {
     /// `daemon.initialize {client?}`: the handshake. Must be the first request
     /// on a connection; a second one is an error (-32003). Any other request
     /// before it gets -32002.
-    #[method(name = "daemon.initialize", param_kind = map)]
+    ///
+    /// The client's `name` is the `origin` of the sessions it creates,
+    /// without a leading `gemctl ` (`gemctl chat` creates `chat` sessions).
+    #[method(name = "daemon.initialize", param_kind = map, with_extensions)]
     async fn initialize(&self, client: Option<ClientInfo>) -> RpcResult<InitializeResult>;
 
     /// `daemon.status`: health and counters.
@@ -45,7 +48,7 @@ pub trait GeminidApi {
     /// directory. Roots no one means (`/`, anything under `/proc`, `/sys`
     /// or `/dev`) are refused unless `force` is true. Returns the session's
     /// info, whose `sessionId` names it from then on.
-    #[method(name = "session.create", param_kind = map)]
+    #[method(name = "session.create", param_kind = map, with_extensions)]
     async fn create_session(
         &self,
         cwd: String,
@@ -187,6 +190,19 @@ pub trait GeminidApi {
         outcome: ConfirmationOutcome,
         #[argument(rename = "modifiedArgs")] modified_args: Option<Value>,
     ) -> RpcResult<ConfirmResult>;
+
+    /// `tool.cancel {sessionId, callId}`: cancels one call, whatever state
+    /// it is in (waiting, awaiting approval or executing). An executing
+    /// call's work is stopped (a shell command's whole process group is
+    /// killed) and the call ends as `cancelled` once nothing it started
+    /// runs. `ok` is false when the call had already finished; an unknown
+    /// call id is error -32011. Other calls and the running turn go on.
+    #[method(name = "tool.cancel", param_kind = map)]
+    async fn cancel_tool(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+        #[argument(rename = "callId")] call_id: String,
+    ) -> RpcResult<Ack>;
 
     /// `policy.check {sessionId? | cwd?, toolName, args?, approvalMode?,
     /// interactive?}`: what the policy would decide for this call, which rule

@@ -62,6 +62,15 @@ pub struct SessionInfo {
     pub interactive: bool,
     /// Milliseconds since the Unix epoch.
     pub created_at: u64,
+    /// When the newest event was recorded (milliseconds since the Unix
+    /// epoch); `createdAt` when there is none.
+    #[serde(default)]
+    pub updated_at: u64,
+    /// Which kind of client created it: `chat`, `prompt`, `call`, `acp`,
+    /// `mcp serve`, or the name another client gave in
+    /// `daemon.initialize`; absent for sessions from before it was kept.
+    #[serde(default)]
+    pub origin: Option<String>,
     /// The `seq` of the newest event (0 when there is none).
     pub last_seq: u64,
     /// Whether the session's actor is running in the daemon now.

@@ -713,6 +713,7 @@ async fn store_commit(n: usize) -> (Stats, Stats, Stats) {
             created_at: 0,
             root_dev: None,
             root_ino: None,
+            origin: None,
         })
         .expect("put_session");
     // About the size of a read_file toolCall event.

@@ -481,3 +481,4 @@ pub async fn call_and_wait(
 
 pub mod load;
 pub mod shell_corpus;
+pub mod tmux;

@@ -2,102 +2,11 @@
 //! `tmux send-keys` types, `tmux capture-pane -p` reads the screen. The
 //! daemon is real; the model is the local fake.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::time::Duration;
-
 use geminid_protocol::session::ApprovalMode;
 use geminid_tests::fake_model::{FakeModel, Reply, gemini};
+use geminid_tests::tmux::Tmux;
 use geminid_tests::*;
 use serde_json::json;
-
-/// A private tmux server (its own socket), killed on drop.
-struct Tmux {
-    socket: PathBuf,
-}
-
-impl Tmux {
-    fn new(dir: &Path) -> Tmux {
-        Tmux {
-            socket: dir.join("tmux.sock"),
-        }
-    }
-
-    fn tmux(&self, args: &[&str]) -> Output {
-        Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("-f")
-            .arg("/dev/null")
-            .args(args)
-            .output()
-            .expect("tmux is installed (.ci/install-deps)")
-    }
-
-    /// Runs `command` in a new detached 120x40 session; when it exits,
-    /// the pane shows `EXITED=<status>` (and stays for reading).
-    fn start(&self, name: &str, command: &str) {
-        let script = format!("{command}; echo EXITED=$?; sleep 600");
-        let out = self.tmux(&[
-            "new-session",
-            "-d",
-            "-s",
-            name,
-            "-x",
-            "120",
-            "-y",
-            "40",
-            "sh",
-            "-c",
-            &script,
-        ]);
-        assert!(out.status.success(), "tmux new-session: {out:?}");
-    }
-
-    fn keys(&self, name: &str, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", name];
-        args.extend_from_slice(keys);
-        let out = self.tmux(&args);
-        assert!(out.status.success(), "tmux send-keys: {out:?}");
-    }
-
-    /// Types `text` literally, then Enter.
-    fn line(&self, name: &str, text: &str) {
-        self.keys(name, &["-l", text]);
-        self.keys(name, &["Enter"]);
-    }
-
-    /// The pane and its scrollback, wrapped lines joined, no escapes.
-    fn screen(&self, name: &str) -> String {
-        let out = self.tmux(&["capture-pane", "-p", "-J", "-S", "-2000", "-t", name]);
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    /// Polls the screen until `done` holds (20 s at most).
-    async fn wait(&self, name: &str, what: &str, done: impl Fn(&str) -> bool) -> String {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
-        loop {
-            let screen = self.screen(name);
-            if done(&screen) {
-                return screen;
-            }
-            if tokio::time::Instant::now() > deadline {
-                panic!("pane {name}: timed out waiting for {what}; the screen:\n{screen}");
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
-
-    async fn wait_for(&self, name: &str, text: &str) -> String {
-        self.wait(name, text, |s| s.contains(text)).await
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.tmux(&["kill-server"]);
-    }
-}
 
 /// The shell command that runs `gemctl chat ARGS` against `d`.
 fn chat_command(d: &TestDaemon, args: &str) -> String {

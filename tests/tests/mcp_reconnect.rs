@@ -135,3 +135,49 @@ async fn calls_fail_fast_while_the_server_is_down() {
     let up = run(&c, &sid, "echo", json!({"message": "y"})).await;
     assert_eq!(up.state, CallState::Success, "{up:#?}");
 }
+
+/// An HTTP server that goes away is noticed without a call (a ping fails),
+/// calls fail fast while it is down, and it is connected again when it
+/// is back on its port.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_http_server_that_restarts_is_noticed_and_reconnected() {
+    let p = peers();
+    let peer = HttpPeer::start(&p, "streamableHttp");
+    let port = peer.port;
+    let mut d = TestDaemon::start_with_env(&[("GEMINID_MCP_PING_MS", "300")]);
+    d.terminate();
+    let dir = d.home().join(".gemini");
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = json!({"mcpServers": {"h": {"httpUrl": format!("http://127.0.0.1:{port}/mcp"), "timeout": 30000}}});
+    std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+    d.spawn();
+    let c = d.client().await;
+    connected(&c, &["h"]).await;
+    let sid = session(&c, &d, ApprovalMode::Yolo).await;
+    assert_eq!(
+        run(&c, &sid, "echo", json!({"message": "up"})).await.state,
+        CallState::Success
+    );
+
+    drop(peer);
+    let started = Instant::now();
+    wait_list(&c, 10, |l| server(l, "h").status != "connected").await;
+    println!("http server gone noticed in {:?}", started.elapsed());
+    let started = Instant::now();
+    let down = run(&c, &sid, "echo", json!({"message": "x"})).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "a call while the server is down must not wait for its timeout: {:?}",
+        started.elapsed()
+    );
+    assert_ne!(down.state, CallState::Success, "{down:#?}");
+
+    let _back = HttpPeer::start_on(&p, "streamableHttp", port);
+    wait_list(&c, 90, |l| server(l, "h").status == "connected").await;
+    assert_eq!(
+        run(&c, &sid, "echo", json!({"message": "back"}))
+            .await
+            .state,
+        CallState::Success
+    );
+}

@@ -322,3 +322,130 @@ const SCENARIOS: &[&str] = &[
     "tools-list",
     "tools-call-error",
 ];
+
+/// Live processes whose command line contains `m`.
+fn pgrep(m: &str) -> Vec<String> {
+    let out = Command::new("pgrep")
+        .args(["-a", "-f", m])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter(|l| !l.contains("pgrep"))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_tools_call_is_cancelled_in_the_daemon() {
+    let d = TestDaemon::start();
+    let ws = d.workspace.display().to_string();
+    let mut server = StdioPeer::spawn(d.gemctl(&["mcp", "serve", "--cwd", &ws, "--mode", "yolo"]));
+    initialize(&mut server).await;
+    let m = format!("gmdserve{}xcancel", std::process::id());
+    let id = server
+        .request(
+            "tools/call",
+            json!({"name": "run_shell_command", "arguments": {"command": format!("exec -a {m} sleep 40")}}),
+        )
+        .await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while pgrep(&m).is_empty() {
+        assert!(Instant::now() < deadline, "the command never ran");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let cancelled = Instant::now();
+    server
+        .notify(
+            "notifications/cancelled",
+            json!({"requestId": id, "reason": "the user pressed stop"}),
+        )
+        .await;
+    while !pgrep(&m).is_empty() {
+        assert!(
+            cancelled.elapsed() < Duration::from_secs(5),
+            "the command outlived the cancel"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // The daemon recorded a cancelled call.
+    let c = d.client().await;
+    let sessions = c.list_sessions().await.unwrap();
+    assert_eq!(sessions.len(), 1);
+    let mut events = c
+        .subscribe_session(sessions[0].session_id.clone(), Some(0))
+        .await
+        .unwrap();
+    collect_until(&mut events, |e| {
+        matches!(&e.payload, geminid_protocol::EventPayload::ToolCall(call)
+            if call.state == CallState::Cancelled)
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_reuses_its_session_and_survives_a_daemon_restart() {
+    let mut d = TestDaemon::start();
+    std::fs::write(d.workspace.join("notes.txt"), "alpha\n").unwrap();
+    let ws = d.workspace.display().to_string();
+    let notes = d.workspace.join("notes.txt").display().to_string();
+    let mut first = StdioPeer::spawn(d.gemctl(&["mcp", "serve", "--cwd", &ws]));
+    initialize(&mut first).await;
+    assert_eq!(first.close().await, Some(0));
+    let mut server = StdioPeer::spawn(d.gemctl(&["mcp", "serve", "--cwd", &ws]));
+    initialize(&mut server).await;
+    let c = d.client().await;
+    assert_eq!(
+        c.list_sessions().await.unwrap().len(),
+        1,
+        "the session is reused"
+    );
+    drop(c);
+    let r = call(&mut server, "read_file", json!({"absolute_path": notes})).await;
+    assert_ne!(r["result"]["isError"], true, "{r}");
+
+    d.terminate();
+    d.spawn();
+    let r = call(&mut server, "read_file", json!({"absolute_path": notes})).await;
+    assert_ne!(r["result"]["isError"], true, "after the restart: {r}");
+    assert!(
+        r["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("alpha")
+    );
+    let c = d.client().await;
+    assert_eq!(c.list_sessions().await.unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_no_daemon_to_reach_every_request_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let socket = dir.path().join("none/geminid.sock");
+    // A bare environment, as MCP clients and editors start their servers,
+    // and no geminid that could be started.
+    let bare = |args: &[&str]| {
+        let mut cmd = std::process::Command::new(gemctl_bin());
+        cmd.env_clear()
+            .env("GEMINID_BIN", dir.path().join("no-geminid"))
+            .arg("--socket")
+            .arg(&socket)
+            .args(args);
+        cmd
+    };
+    let mut server = StdioPeer::spawn(bare(&["mcp", "serve", "--cwd", "/tmp"]));
+    initialize(&mut server).await;
+    let (list, _) = server.call("tools/list", json!({})).await;
+    let message = list["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("cannot start"), "{list}");
+
+    let mut acp = StdioPeer::spawn(bare(&["acp"]));
+    let (init, _) = acp
+        .call(
+            "initialize",
+            json!({"protocolVersion": 1, "clientCapabilities": {}}),
+        )
+        .await;
+    let message = init["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("cannot reach geminid"), "{init}");
+}

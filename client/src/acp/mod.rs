@@ -26,11 +26,27 @@ use rpc::{Peer, code, daemon_error};
 /// The ACP protocol version we speak.
 const PROTOCOL_VERSION: u64 = 1;
 
-/// Serves one editor on stdin/stdout until it closes stdin.
+/// Serves one editor on stdin/stdout until it closes stdin. The daemon is
+/// started when none answers (as `gemctl daemon start` does); when it
+/// cannot be reached, every request is answered with an error saying why,
+/// so the editor shows a message rather than a broken pipe.
 pub async fn run(socket: &Path) -> Outcome {
-    let client = Arc::new(Client::connect_as(socket, "gemctl-acp").await?);
+    let ctx = crate::command::Ctx {
+        socket: socket.to_path_buf(),
+        json: false,
+        client: "gemctl acp",
+    };
     let (peer, lines) = Peer::new();
     let writer = tokio::spawn(rpc::write_lines(lines));
+    let client = match crate::start::connect_or_start(&ctx, None, None).await {
+        Ok((client, _)) => Arc::new(client),
+        Err(failure) => {
+            let status = refuse_all(&peer, &failure.message).await;
+            drop(peer);
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(1), writer).await;
+            return Err(Failure::new(status, failure.message));
+        }
+    };
     let agent = Arc::new(Agent {
         client,
         peer: peer.clone(),
@@ -72,6 +88,27 @@ pub async fn run(socket: &Path) -> Outcome {
     drop(peer);
     let _ = tokio::time::timeout(std::time::Duration::from_secs(1), writer).await;
     Ok(exit::OK)
+}
+
+/// Without a daemon: answers every request with `message` until the
+/// editor closes stdin.
+async fn refuse_all(peer: &Arc<Peer>, message: &str) -> u8 {
+    let mut stdin = BufReader::new(tokio::io::stdin()).lines();
+    while let Ok(Some(line)) = stdin.next_line().await {
+        let Ok(message_in) = serde_json::from_str::<Value>(&line) else {
+            continue;
+        };
+        if message_in.get("method").is_some()
+            && let Some(id) = message_in.get("id")
+        {
+            peer.respond_error(
+                id.clone(),
+                code::INTERNAL_ERROR,
+                format!("gemctl acp cannot reach geminid: {message}"),
+            );
+        }
+    }
+    exit::UNREACHABLE
 }
 
 struct Agent {

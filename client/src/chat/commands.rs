@@ -29,7 +29,7 @@ pub const HELP: &str = "\
 /quit                          leave (also Ctrl-D, or Ctrl-C twice when idle)
 /help                          this list
 Anything else is a prompt; prompts typed while a turn runs are queued.
-A question y/a/e/n is answered at the prompt. Ctrl-C cancels the running turn.";
+A question is answered at the prompt (y, a, s, p, e or n, as it lists). Ctrl-C cancels the running turn.";
 
 /// `None` when the line is not a command.
 pub fn parse(line: &str) -> Option<Result<Command, String>> {

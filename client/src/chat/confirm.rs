@@ -1,43 +1,13 @@
 //! Confirmations in the chat: the oldest call awaiting approval is asked
-//! about, one at a time; the person answers y (once), a (always), e (edit
-//! the arguments in $EDITOR, sent as `modify_with_editor`) or n (cancel)
-//! at the prompt. When another client answers first, the call's next
+//! about, one at a time; the person answers at the prompt with one of the
+//! answers `answers.rs` offers for the call (once, session, server,
+//! always and saved, edit in $EDITOR, no). When another client answers first, the call's next
 //! snapshot is no longer `awaiting_approval` and the question is
 //! withdrawn on screen.
 
 use std::collections::{BTreeMap, HashSet};
 
-use geminid_protocol::tool::{CallState, ConfirmationOutcome, ToolCallSnapshot};
-
-/// An answer typed at the prompt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Answer {
-    Once,
-    Always,
-    Edit,
-    No,
-}
-
-impl Answer {
-    pub fn parse(line: &str) -> Option<Answer> {
-        match line.trim().to_ascii_lowercase().as_str() {
-            "y" | "yes" => Some(Answer::Once),
-            "a" | "always" => Some(Answer::Always),
-            "e" | "edit" => Some(Answer::Edit),
-            "n" | "no" => Some(Answer::No),
-            _ => None,
-        }
-    }
-
-    pub fn outcome(self) -> ConfirmationOutcome {
-        match self {
-            Answer::Once => ConfirmationOutcome::ProceedOnce,
-            Answer::Always => ConfirmationOutcome::ProceedAlways,
-            Answer::Edit => ConfirmationOutcome::ModifyWithEditor,
-            Answer::No => ConfirmationOutcome::Cancel,
-        }
-    }
-}
+use geminid_protocol::tool::{CallState, ToolCallSnapshot};
 
 /// What happened to the question being asked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -171,14 +141,5 @@ mod tests {
             Change::None
         );
         assert!(!c.any_pending());
-    }
-
-    #[test]
-    fn answers_parse() {
-        assert_eq!(Answer::parse(" Y "), Some(Answer::Once));
-        assert_eq!(Answer::parse("always"), Some(Answer::Always));
-        assert_eq!(Answer::parse("e"), Some(Answer::Edit));
-        assert_eq!(Answer::parse("no"), Some(Answer::No));
-        assert_eq!(Answer::parse("maybe"), None);
     }
 }

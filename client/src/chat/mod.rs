@@ -33,8 +33,9 @@ use jsonrpsee::core::client::SubscriptionClientT;
 use tokio::signal::unix::{SignalKind, signal};
 
 use crate::Client;
+use crate::answers::{self, Answer};
 use crate::command::{Ctx, Failure, Outcome, exit};
-use confirm::{Answer, Change, Confirmations};
+use confirm::{Change, Confirmations};
 use render::View;
 use screen::Screen;
 use style::Style;
@@ -65,8 +66,10 @@ pub struct ChatArgs {
 }
 
 pub const CHAT_HELP: &str = "\
-In the chat: type a prompt and Enter. Answer a question with y (once),
-a (always), e (edit the arguments in $EDITOR) or n (cancel). Ctrl-C cancels
+In the chat: type a prompt and Enter. Answer a question with y (yes,
+once), a (yes, for this session), s (yes, every tool of this MCP server),
+p (yes, always: saved to your policy), e (edit the arguments in $EDITOR)
+or n (no). Ctrl-C cancels
 the running turn; Ctrl-D (or Ctrl-C twice when idle, or /quit) leaves.
 Commands: /mode default|autoEdit|yolo, /memory show, /tools, /mcp,
 /sessions, /quit, /help. History is kept in
@@ -83,7 +86,10 @@ const PROMPT: &str = "› ";
 pub async fn chat(ctx: &Ctx, args: ChatArgs) -> Outcome {
     let client = ctx.connect().await?;
     let session = match &args.session {
-        Some(id) => client.get_session(id.clone()).await?,
+        Some(given) => {
+            let id = crate::command::resolve_session(&client, given).await?;
+            client.get_session(id).await?
+        }
         None => {
             let cwd = std::path::absolute(args.cwd.as_deref().unwrap_or("."))
                 .map_err(|e| Failure::new(exit::USAGE, format!("--cwd: {e}")))?;
@@ -249,12 +255,13 @@ impl Chat<'_> {
             return self.command(command).await;
         }
         if let Some(call) = self.confirm.asking().cloned() {
-            match Answer::parse(trimmed) {
+            match answers::parse(&call, trimmed) {
                 Some(answer) => self.answer(&call, answer).await?,
                 None => {
                     let s = self.style();
                     self.view.print(&s.yellow(&format!(
-                        "answer y, a, e or n (allow {}?); a prompt can wait until then",
+                        "answer {} (allow {}?); a prompt can wait until then",
+                        answers::keys(&call),
                         call.name
                     )));
                 }
@@ -336,6 +343,10 @@ impl Chat<'_> {
         answer: Answer,
     ) -> Result<(), Failure> {
         let s = self.style();
+        let outcome = match answer {
+            Answer::Outcome(outcome) => outcome,
+            Answer::Edit => geminid_protocol::tool::ConfirmationOutcome::ModifyWithEditor,
+        };
         let modified = if answer == Answer::Edit {
             let args = call.args.clone();
             let screen = self.view.screen.clone();
@@ -361,7 +372,7 @@ impl Chat<'_> {
             .confirm_tool(
                 self.session_id.clone(),
                 call.call_id.clone(),
-                answer.outcome(),
+                outcome,
                 modified,
             )
             .await

@@ -260,9 +260,13 @@ impl View {
             None => {}
         }
         out.push_str(&format!(
-            "{} {}\n",
-            s.bold_yellow(&format!("Allow {}?", call.name)),
-            s.yellow("[y]es once · [a]lways · [e]dit args · [n]o")
+            "{}\n{}\n",
+            s.bold_yellow(&format!(
+                "Allow {}? [{}]",
+                call.name,
+                crate::answers::keys(call)
+            )),
+            s.yellow(&crate::answers::menu(call))
         ));
         out
     }

@@ -1,12 +1,14 @@
-//! Asking a person at the terminal to approve pending calls: y (once),
-//! a (always), e (edit the arguments in $EDITOR), n (cancel). A question is
+//! Asking a person at the terminal to approve pending calls, with every
+//! answer the daemon offers for the call (`answers.rs`: once, for the
+//! session, for the server, always and saved, edit, no). A question is
 //! withdrawn when another client answers first.
 
 use std::collections::BTreeMap;
-use std::io::Write;
 
 use geminid_protocol::api::GeminidApiClient;
 use geminid_protocol::tool::{CallState, ConfirmationOutcome, ToolCallSnapshot};
+
+use crate::answers::{self, Answer};
 use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 
 use super::render;
@@ -43,7 +45,7 @@ impl Prompter {
         } else if self.pending.remove(&key).is_some()
             && self.asking.as_deref() == Some(&call.call_id)
         {
-            println!(
+            eprintln!(
                 "  (answered by another client: {})",
                 render::state_name(call.state)
             );
@@ -59,10 +61,18 @@ impl Prompter {
         let Some(call) = self.pending.values().next() else {
             return;
         };
-        println!("{}", render::confirmation_text(call));
-        print!("Allow {}? [y]es once, [a]lways, [e]dit, [n]o: ", call.name);
-        let _ = std::io::stdout().flush();
+        eprintln!("{}", render::confirmation_text(call));
+        eprintln!("{}", answers::menu(call));
+        eprint!("Allow {}? [{}]: ", call.name, answers::keys(call));
         self.asking = Some(call.call_id.clone());
+    }
+
+    /// Stops asking (the call is being cancelled); a line typed later is
+    /// not taken for an answer.
+    pub fn withdraw(&mut self) {
+        if self.asking.take().is_some() {
+            eprintln!();
+        }
     }
 
     pub fn is_asking(&self) -> bool {
@@ -93,22 +103,21 @@ impl Prompter {
             return Ok(());
         };
         let call = self.pending.get(&order_key(&call_id)).cloned();
-        let (outcome, modified) = match line.trim().to_ascii_lowercase().as_str() {
-            "y" | "yes" => (ConfirmationOutcome::ProceedOnce, None),
-            "a" | "always" => (ConfirmationOutcome::ProceedAlways, None),
-            "n" | "no" => (ConfirmationOutcome::Cancel, None),
-            "e" | "edit" => match call.as_ref().map(|c| edit_args(&c.args)) {
-                Some(Ok(args)) => (ConfirmationOutcome::ModifyWithEditor, Some(args)),
-                Some(Err(message)) => {
-                    println!("  {message}");
+        let Some(call) = call else {
+            return Ok(());
+        };
+        let (outcome, modified) = match answers::parse(&call, line) {
+            Some(Answer::Outcome(outcome)) => (outcome, None),
+            Some(Answer::Edit) => match edit_args(&call.args) {
+                Ok(args) => (ConfirmationOutcome::ModifyWithEditor, Some(args)),
+                Err(message) => {
+                    eprintln!("  {message}");
                     self.asking = None;
                     return Ok(());
                 }
-                None => return Ok(()),
             },
-            _ => {
-                print!("  please answer y, a, e or n: ");
-                let _ = std::io::stdout().flush();
+            None => {
+                eprint!("  please answer {}: ", answers::keys(&call));
                 return Ok(());
             }
         };
@@ -118,8 +127,8 @@ impl Prompter {
             .await
         {
             Ok(result) if result.accepted => {}
-            Ok(_) => println!("  another client answered first"),
-            Err(e) => println!(
+            Ok(_) => eprintln!("  another client answered first"),
+            Err(e) => eprintln!(
                 "  not accepted: {}",
                 crate::command::Failure::from(e).message
             ),

@@ -26,7 +26,8 @@ Examples:
   S=$(gemctl session new --cwd ~/project)
   gemctl session list
   gemctl session show $S
-  gemctl session rm $S";
+  gemctl session rm $S
+  gemctl session prune --older-than 30d";
 
 pub const SESSION_NEW: &str = "\
 Examples:
@@ -44,7 +45,13 @@ Examples:
 
 pub const SESSION_RM: &str = "\
 Examples:
-  gemctl session rm $S       # its subscribers get session.closed";
+  gemctl session rm $S       # its subscribers get session.closed
+  gemctl session rm 3f2a 9c1  # several, by unique prefixes";
+
+pub const SESSION_PRUNE: &str = "\
+Examples:
+  gemctl session prune --older-than 30d
+  gemctl session prune --older-than 12h --dry-run";
 
 pub const POLICY: &str = "\
 Examples:
@@ -97,7 +104,7 @@ Examples:
 
 pub const ATTACH: &str = "\
 Examples:
-  gemctl attach $S                       # replay, follow, answer y/a/e/n
+  gemctl attach $S                       # replay, follow, answer questions
   gemctl attach $S --since 120 --no-confirm";
 
 pub const COMPLETIONS: &str = "\

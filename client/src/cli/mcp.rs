@@ -10,8 +10,8 @@ use clap::Subcommand;
 use geminid_protocol::api::GeminidApiClient;
 use serde_json::{Value, json};
 
-use super::daemon::{Started, connect_or_start};
-use crate::command::{Ctx, Failure, Outcome, exit, print_json};
+use crate::command::{Ctx, Failure, Outcome, exit, outln, print_json};
+use crate::start::{Started, connect_or_start};
 
 #[derive(Subcommand)]
 pub enum McpCommand {
@@ -65,7 +65,7 @@ pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
                 return print_json(&info);
             }
             let message = info.message.map(|m| format!(" ({m})")).unwrap_or_default();
-            println!("{}: {}{message}", info.name, info.status);
+            outln!("{}: {}{message}", info.name, info.status);
             Ok(if info.status == "connected" {
                 exit::OK
             } else {
@@ -78,9 +78,9 @@ pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
             if ctx.json {
                 return print_json(&info);
             }
-            println!("discovered: {}", info.tools.join(", "));
+            outln!("discovered: {}", info.tools.join(", "));
             for problem in &info.problems {
-                println!("problem: {problem}");
+                outln!("problem: {problem}");
             }
             Ok(exit::OK)
         }
@@ -99,7 +99,7 @@ async fn list(ctx: &Ctx) -> Outcome {
     if ctx.json {
         return print_json(&list);
     }
-    println!("discovery: {}", list.discovery_state);
+    outln!("discovery: {}", list.discovery_state);
     for s in &list.servers {
         let trust = if s.trusted { " trusted" } else { "" };
         let message = s
@@ -107,26 +107,29 @@ async fn list(ctx: &Ctx) -> Outcome {
             .as_ref()
             .map(|m| format!(" ({m})"))
             .unwrap_or_default();
-        println!(
+        outln!(
             "{} [{} {}{trust}] {}{message}",
-            s.name, s.transport, s.scope, s.status
+            s.name,
+            s.transport,
+            s.scope,
+            s.status
         );
         if !s.tools.is_empty() {
-            println!("  tools: {}", s.tools.join(", "));
+            outln!("  tools: {}", s.tools.join(", "));
         }
         if !s.prompts.is_empty() {
             let prompts: Vec<&str> = s.prompts.iter().map(|p| p.name.as_str()).collect();
-            println!("  prompts: {}", prompts.join(", "));
+            outln!("  prompts: {}", prompts.join(", "));
         }
     }
     if let Some(c) = &list.command {
-        println!(
+        outln!(
             "discovery command `{}`: {}",
             c.discovery_command,
             c.tools.join(", ")
         );
         for problem in &c.problems {
-            println!("  problem: {problem}");
+            outln!("  problem: {problem}");
         }
     }
     Ok(exit::OK)
@@ -220,18 +223,18 @@ async fn probe(
         .and_then(|s| s.pointer("/serverInfo/name"))
         .and_then(|v| v.as_str())
     {
-        println!("server: {name}");
+        outln!("server: {name}");
     }
     let names: Vec<&str> = report
         .tools
         .iter()
         .filter_map(|t| t.get("name").and_then(|n| n.as_str()))
         .collect();
-    println!("tools: {}", names.join(", "));
+    outln!("tools: {}", names.join(", "));
     if let Some(result) = &report.result {
         let result =
             serde_json::to_value(result).map_err(|e| Failure::new(exit::FAILED, e.to_string()))?;
-        println!("{result}");
+        outln!("{result}");
     }
     Ok(exit::OK)
 }

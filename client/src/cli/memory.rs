@@ -3,7 +3,7 @@
 use geminid_protocol::api::GeminidApiClient;
 use geminid_protocol::turn::{ImportNode, MemoryInfo};
 
-use crate::command::{Ctx, Outcome, exit, print_json};
+use crate::command::{Ctx, Outcome, exit, outln, print_json};
 
 #[derive(clap::Subcommand)]
 pub enum MemoryCommand {
@@ -33,6 +33,10 @@ pub async fn run(ctx: &Ctx, cmd: MemoryCommand) -> Outcome {
         MemoryCommand::Show { session, cwd } => (false, session, cwd),
         MemoryCommand::Reload { session, cwd } => (true, session, cwd),
     };
+    let session = match session {
+        Some(given) => Some(crate::command::resolve_session(&client, &given).await?),
+        None => None,
+    };
     let cwd = match (&session, cwd) {
         (Some(_), cwd) => cwd,
         (None, cwd) => Some(
@@ -55,19 +59,19 @@ pub async fn run(ctx: &Ctx, cmd: MemoryCommand) -> Outcome {
 
 fn print_memory(info: &MemoryInfo) {
     if info.files.is_empty() {
-        println!("no memory files for {}", info.workspace);
+        outln!("no memory files for {}", info.workspace);
         return;
     }
-    println!("memory for {}:", info.workspace);
+    outln!("memory for {}:", info.workspace);
     for file in &info.files {
         print_tree(file, 1);
     }
-    println!();
-    println!("{}", info.text);
+    outln!();
+    outln!("{}", info.text);
 }
 
 fn print_tree(node: &ImportNode, depth: usize) {
-    println!("{}{}", "  ".repeat(depth), node.path);
+    outln!("{}{}", "  ".repeat(depth), node.path);
     for child in &node.imports {
         print_tree(child, depth + 1);
     }

@@ -107,8 +107,10 @@ enum Command {
         after_help = "Examples:\n  gemctl call --session $S list_directory '{\"path\": \"/home/me/project\"}'"
     )]
     Call {
+        /// The session (an id or a unique prefix); without it, a one-off
+        /// session in the current directory, removed afterwards
         #[arg(long)]
-        session: String,
+        session: Option<String>,
         /// The tool's name (see `gemctl tools`)
         tool: String,
         /// The arguments as a JSON object
@@ -116,7 +118,8 @@ enum Command {
         args: String,
     },
     /// Follow a session: replay its history, then live events; answer
-    /// confirmations with y (once), a (always), e (edit), n (cancel)
+    /// confirmations (y once, a session, s server, p always and saved,
+    /// e edit, n no)
     #[command(after_help = examples::ATTACH)]
     Attach {
         session: String,
@@ -157,9 +160,18 @@ Examples:
 /// Runs `gemctl` with the process's arguments.
 pub fn main() -> ExitCode {
     let args = Args::parse();
+    let client = match &args.command {
+        Command::Chat(_) => "gemctl chat",
+        Command::Prompt { .. } => "gemctl prompt",
+        Command::Call { .. } => "gemctl call",
+        Command::Acp => "gemctl acp",
+        Command::Mcp(mcp::McpCommand::Serve(_)) => "gemctl mcp serve",
+        _ => "gemctl",
+    };
     let ctx = Ctx {
         socket: args.socket.clone().unwrap_or_else(crate::default_socket),
         json: args.json,
+        client,
     };
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -171,8 +183,20 @@ pub fn main() -> ExitCode {
             return ExitCode::from(exit::FAILED);
         }
     };
-    match runtime.block_on(dispatch(&ctx, args.command)) {
+    let outcome = runtime.block_on(dispatch(&ctx, args.command));
+    // A read of stdin may still wait in the blocking pool (a question
+    // answered from another terminal): leave it, do not wait for Enter.
+    runtime.shutdown_background();
+    match outcome {
         Ok(status) => ExitCode::from(status),
+        Err(failure) if ctx.json => {
+            // --json: errors are JSON too, on stdout where scripts read.
+            crate::command::out(format_args!(
+                "{}\n",
+                serde_json::json!({"error": {"message": failure.message, "exitStatus": failure.status}})
+            ));
+            ExitCode::from(failure.status)
+        }
         Err(failure) => {
             eprintln!("gemctl: {}", failure.message);
             ExitCode::from(failure.status)
@@ -212,7 +236,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> Outcome {
             session,
             tool,
             args,
-        } => call::call(ctx, &session, &tool, &args).await,
+        } => call::call(ctx, session.as_deref(), &tool, &args).await,
         Command::Attach {
             session,
             since,

@@ -8,7 +8,7 @@ use geminid_protocol::policy::RuleRef;
 use geminid_protocol::session::ApprovalMode;
 use serde_json::Value;
 
-use crate::command::{Ctx, Failure, Outcome, exit, print_json};
+use crate::command::{Ctx, Failure, Outcome, exit, outln, print_json, resolve_session};
 
 #[derive(Subcommand)]
 pub enum PolicyCommand {
@@ -17,7 +17,7 @@ pub enum PolicyCommand {
         after_help = "Examples:\n  gemctl policy check run_shell_command '{\"command\": \"git status && rm -rf ~\"}'"
     )]
     Check {
-        /// Use this session's mode, interactivity and \"always\" answers
+        /// Use this session's mode, interactivity and "always" answers
         #[arg(long, conflicts_with = "cwd")]
         session: Option<String>,
         /// The workspace to check for [default: the current directory]
@@ -56,6 +56,10 @@ pub async fn run(ctx: &Ctx, cmd: PolicyCommand) -> Outcome {
                     format!("the arguments are not valid JSON: {e}"),
                 )
             })?;
+            let session = match session {
+                Some(given) => Some(resolve_session(&client, &given).await?),
+                None => None,
+            };
             let cwd = match (&session, cwd) {
                 (Some(_), _) => None,
                 (None, Some(cwd)) => Some(cwd),
@@ -74,7 +78,7 @@ pub async fn run(ctx: &Ctx, cmd: PolicyCommand) -> Outcome {
             if ctx.json {
                 return print_json(&result);
             }
-            println!(
+            outln!(
                 "{}  ({} mode{})",
                 result.decision,
                 result.approval_mode,
@@ -84,9 +88,9 @@ pub async fn run(ctx: &Ctx, cmd: PolicyCommand) -> Outcome {
                     ", non-interactive"
                 }
             );
-            println!("  because {}", result.reason);
+            outln!("  because {}", result.reason);
             if let Some(rule) = &result.rule {
-                println!("  rule    {}", describe(rule));
+                outln!("  rule    {}", describe(rule));
             }
             for sub in &result.subcommands {
                 let rule = sub
@@ -94,7 +98,7 @@ pub async fn run(ctx: &Ctx, cmd: PolicyCommand) -> Outcome {
                     .as_ref()
                     .map(describe)
                     .unwrap_or_else(|| "no rule".to_owned());
-                println!("  {:<9} {}   [{rule}]", sub.decision, sub.command);
+                outln!("  {:<9} {}   [{rule}]", sub.decision, sub.command);
             }
             Ok(exit::OK)
         }
@@ -127,7 +131,7 @@ pub async fn run(ctx: &Ctx, cmd: PolicyCommand) -> Outcome {
                 if what.is_empty() {
                     what.push("any tool".to_owned());
                 }
-                println!(
+                outln!(
                     "{:>8.3}  {:<8} {}   [{}]",
                     rule.source.priority,
                     rule.decision,

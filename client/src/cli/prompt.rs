@@ -2,7 +2,7 @@
 //! (`text`), comes as one JSON document at the end (`json`), or as one
 //! event per line as it happens (`stream-json`).
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read};
 use std::time::Instant;
 
 use geminid_protocol::api::GeminidApiClient;
@@ -13,7 +13,8 @@ use serde_json::json;
 
 use super::confirm::Prompter;
 use super::render;
-use crate::command::{Ctx, Failure, Outcome, exit};
+use crate::command::{Ctx, Failure, Outcome, exit, out, outln, resolve_session};
+use tokio::signal::unix::{SignalKind, signal};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum OutputFormat {
@@ -32,19 +33,24 @@ pub struct PromptArgs {
     pub text: Option<String>,
 }
 
-pub async fn prompt(ctx: &Ctx, args: PromptArgs) -> Outcome {
+pub async fn prompt(ctx: &Ctx, mut args: PromptArgs) -> Outcome {
     let started = Instant::now();
-    let text = match args.text {
-        Some(text) => text,
-        None => read_stdin()?,
-    };
+    // --json means JSON whatever the command: the text format becomes json.
+    if ctx.json && args.format == OutputFormat::Text {
+        args.format = OutputFormat::Json;
+    }
+    let text = prompt_text(args.text.take())?;
+    // Before anything starts, so a Ctrl-C is never the default kill.
+    let mut sigint = signal(SignalKind::interrupt())
+        .map_err(|e| Failure::new(exit::FAILED, format!("cannot watch Ctrl-C: {e}")))?;
     let client = ctx.connect().await?;
     let session = match &args.session {
-        Some(id) => {
+        Some(given) => {
+            let id = resolve_session(&client, given).await?;
             if let Some(mode) = args.mode {
                 client.set_approval_mode(id.clone(), mode).await?;
             }
-            client.get_session(id.clone()).await?
+            client.get_session(id).await?
         }
         None => {
             let cwd = std::path::absolute(args.cwd.as_deref().unwrap_or("."))
@@ -86,10 +92,10 @@ pub async fn prompt(ctx: &Ctx, args: PromptArgs) -> Outcome {
     let turn_id = accepted.turn_id;
     let Some(events) = events.as_mut() else {
         if args.format == OutputFormat::Text {
-            println!("{session_id} {turn_id}");
+            outln!("{session_id} {turn_id}");
             eprintln!("follow it with: gemctl attach {session_id}");
         } else {
-            println!(
+            outln!(
                 "{}",
                 json!({"sessionId": session_id, "turnId": turn_id, "queuedBehind": accepted.queued_behind})
             );
@@ -97,15 +103,36 @@ pub async fn prompt(ctx: &Ctx, args: PromptArgs) -> Outcome {
         return Ok(exit::OK);
     };
     let can_ask = args.interactive && std::io::stdin().is_terminal();
+    if args.interactive && !can_ask {
+        eprintln!(
+            "gemctl: no terminal to ask on: answer confirmations with `gemctl attach {session_id}`"
+        );
+    }
     let mut prompter = Prompter::new(session_id.clone(), can_ask);
     let mut run = Run::default();
-    let stdout = std::io::stdout();
+    // Ctrl-C: cancel the turn once it has started (it may wait in the
+    // queue behind other clients' turns), then wait for it to end.
+    let mut cancelling = false;
+    let mut cancel_sent = false;
     loop {
+        if cancelling && !cancel_sent && run.started {
+            cancel_sent = true;
+            client.cancel_session(session_id.clone()).await?;
+        }
         tokio::select! {
             line = prompter.next_line(), if prompter.is_asking() => {
                 if let Some(line) = line {
                     prompter.answer(&client, &line).await?;
                 }
+            }
+            _ = sigint.recv() => {
+                if cancelling {
+                    eprintln!("gemctl: left without waiting for {turn_id} to end");
+                    return Ok(exit::CANCELLED);
+                }
+                cancelling = true;
+                prompter.withdraw();
+                eprintln!("gemctl: cancelling {turn_id} (Ctrl-C again to leave at once)");
             }
             event = events.next() => {
                 let event = match event {
@@ -113,15 +140,16 @@ pub async fn prompt(ctx: &Ctx, args: PromptArgs) -> Outcome {
                     Some(Err(e)) => return Err(Failure::new(exit::FAILED, format!("bad event from geminid: {e}"))),
                     None => return Err(Failure::new(exit::UNREACHABLE, "geminid closed the connection")),
                 };
-                if args.format == OutputFormat::StreamJson {
-                    let mut out = stdout.lock();
-                    let _ = serde_json::to_writer(&mut out, &event);
-                    let _ = writeln!(out);
-                    let _ = out.flush();
+                if args.format == OutputFormat::StreamJson
+                    && let Ok(line) = serde_json::to_string(&event)
+                {
+                    out(format_args!("{line}\n"));
                 }
                 if let EventPayload::ToolCall(call) = &event.payload {
                     prompter.observe(call);
-                    prompter.ask_next();
+                    if !cancelling {
+                        prompter.ask_next();
+                    }
                 }
                 if run.take(&event, &turn_id, args.format == OutputFormat::Text) {
                     break;
@@ -144,10 +172,10 @@ pub async fn prompt(ctx: &Ctx, args: PromptArgs) -> Outcome {
                 "durationMs": started.elapsed().as_millis() as u64,
             },
         });
-        println!("{doc}");
+        outln!("{doc}");
     } else if args.format == OutputFormat::Text {
         if !run.answer.is_empty() && !run.answer.ends_with('\n') {
-            println!();
+            outln!();
         }
         if let Some(message) = &run.message {
             eprintln!("gemctl: turn ended ({}): {message}", run.reason);
@@ -161,6 +189,8 @@ pub async fn prompt(ctx: &Ctx, args: PromptArgs) -> Outcome {
 /// What one turn produced, collected from its events.
 #[derive(Default)]
 struct Run {
+    /// The turn has begun (it is no longer queued).
+    started: bool,
     answer: String,
     calls: Vec<ToolCallSnapshot>,
     reason: String,
@@ -174,12 +204,11 @@ impl Run {
     /// answer goes to stdout as it streams and call progress to stderr.
     fn take(&mut self, event: &SessionEvent, turn: &str, print: bool) -> bool {
         match &event.payload {
+            EventPayload::TurnStarted { turn_id, .. } if turn_id == turn => self.started = true,
             EventPayload::ModelText { turn_id, delta } if turn_id == turn => {
                 self.answer.push_str(delta);
                 if print {
-                    let mut out = std::io::stdout().lock();
-                    let _ = out.write_all(delta.as_bytes());
-                    let _ = out.flush();
+                    out(format_args!("{delta}"));
                 }
             }
             EventPayload::ToolCall(call) => {
@@ -232,20 +261,48 @@ impl Run {
     }
 }
 
-fn read_stdin() -> Result<String, Failure> {
+/// The prompt: the argument, stdin, or as Gemini CLI does both, what
+/// is piped in first and the argument after it (`git diff | gemctl prompt
+/// "review this"`).
+fn prompt_text(argument: Option<String>) -> Result<String, Failure> {
     let mut stdin = std::io::stdin();
-    if stdin.is_terminal() {
-        return Err(Failure::new(
-            exit::USAGE,
-            "give the prompt as an argument or on stdin",
-        ));
+    let piped = if stdin.is_terminal() {
+        String::new()
+    } else {
+        let mut text = String::new();
+        stdin.read_to_string(&mut text).map_err(|e| {
+            Failure::new(exit::USAGE, format!("reading the prompt from stdin: {e}"))
+        })?;
+        text
+    };
+    Ok(match argument {
+        Some(argument) if piped.trim().is_empty() => argument,
+        Some(argument) => join_piped(&piped, &argument),
+        None if piped.trim().is_empty() && stdin.is_terminal() => {
+            return Err(Failure::new(
+                exit::USAGE,
+                "give the prompt as an argument or on stdin",
+            ));
+        }
+        None if piped.trim().is_empty() => {
+            return Err(Failure::new(exit::USAGE, "the prompt on stdin is empty"));
+        }
+        None => piped,
+    })
+}
+
+/// Gemini CLI's joining of piped input and the prompt argument.
+fn join_piped(piped: &str, argument: &str) -> String {
+    format!("{piped}\n\n{argument}")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn piped_input_comes_first_then_the_argument() {
+        assert_eq!(
+            super::join_piped("DIFF\n", "review this"),
+            "DIFF\n\n\nreview this"
+        );
     }
-    let mut text = String::new();
-    stdin
-        .read_to_string(&mut text)
-        .map_err(|e| Failure::new(exit::USAGE, format!("reading the prompt from stdin: {e}")))?;
-    if text.trim().is_empty() {
-        return Err(Failure::new(exit::USAGE, "the prompt on stdin is empty"));
-    }
-    Ok(text)
 }

@@ -6,7 +6,7 @@ use clap::Subcommand;
 use geminid_protocol::api::GeminidApiClient;
 use geminid_protocol::session::{ApprovalMode, SessionInfo};
 
-use crate::command::{Ctx, Failure, Outcome, exit, print_json};
+use crate::command::{Ctx, Failure, Outcome, exit, outln, print_json, resolve_session};
 
 #[derive(Subcommand)]
 pub enum SessionCommand {
@@ -28,15 +28,28 @@ pub enum SessionCommand {
         #[arg(long)]
         force: bool,
     },
-    /// List sessions, newest first
+    /// List sessions, most recently used first
     #[command(after_help = super::examples::SESSION_LIST)]
     List,
-    /// Show one session
+    /// Show one session (an id or a unique prefix)
     #[command(after_help = super::examples::SESSION_SHOW)]
     Show { id: String },
-    /// Delete a session and its history
+    /// Delete sessions and their history (ids or unique prefixes)
     #[command(after_help = super::examples::SESSION_RM)]
-    Rm { id: String },
+    Rm {
+        #[arg(required = true)]
+        ids: Vec<String>,
+    },
+    /// Delete sessions whose newest event is older than --older-than
+    #[command(after_help = super::examples::SESSION_PRUNE)]
+    Prune {
+        /// Age of the newest event: 30d, 12h, 90m, 2w
+        #[arg(long, value_parser = parse_age)]
+        older_than: u64,
+        /// Only list what would be deleted
+        #[arg(long)]
+        dry_run: bool,
+    },
 }
 
 pub async fn run(ctx: &Ctx, cmd: SessionCommand) -> Outcome {
@@ -69,33 +82,54 @@ pub async fn run(ctx: &Ctx, cmd: SessionCommand) -> Outcome {
             if ctx.json {
                 return print_json(&info);
             }
-            println!("{}", info.session_id);
+            outln!("{}", info.session_id);
             Ok(exit::OK)
         }
         SessionCommand::List => {
-            let sessions = client.list_sessions().await?;
+            let mut sessions = client.list_sessions().await?;
+            sessions.sort_by_key(|s| std::cmp::Reverse(s.updated_at));
             if ctx.json {
                 return print_json(&sessions);
             }
             if sessions.is_empty() {
-                println!("no sessions (create one with `gemctl session new`)");
+                outln!("no sessions (create one with `gemctl session new`)");
+                return Ok(exit::OK);
             }
+            let now = now_ms();
+            outln!(
+                "{}",
+                table_row(&[
+                    "ID",
+                    "UPDATED",
+                    "CREATED",
+                    "ORIGIN",
+                    "MODE",
+                    "EVENTS",
+                    "TITLE / DIRECTORY"
+                ])
+            );
             for s in &sessions {
-                println!(
-                    "{}  {:<8} {:>6} events  {}{}",
-                    s.session_id,
-                    s.approval_mode,
-                    s.last_seq,
-                    s.cwd,
-                    s.title
-                        .as_deref()
-                        .map(|t| format!("  \"{t}\""))
-                        .unwrap_or_default()
+                let title = match &s.title {
+                    Some(t) => format!("{t}  ({})", s.cwd),
+                    None => s.cwd.clone(),
+                };
+                outln!(
+                    "{}",
+                    table_row(&[
+                        &s.session_id,
+                        &age(now, s.updated_at),
+                        &age(now, s.created_at),
+                        s.origin.as_deref().unwrap_or("-"),
+                        s.approval_mode.as_str(),
+                        &s.last_seq.to_string(),
+                        &title,
+                    ])
                 );
             }
             Ok(exit::OK)
         }
         SessionCommand::Show { id } => {
+            let id = resolve_session(&client, &id).await?;
             let info = client.get_session(id).await?;
             if ctx.json {
                 return print_json(&info);
@@ -103,24 +137,154 @@ pub async fn run(ctx: &Ctx, cmd: SessionCommand) -> Outcome {
             show(&info);
             Ok(exit::OK)
         }
-        SessionCommand::Rm { id } => {
-            client.delete_session(id.clone()).await?;
-            if ctx.json {
-                return print_json(&serde_json::json!({"deleted": id}));
+        SessionCommand::Rm { ids } => {
+            // Every id is checked before anything is deleted.
+            let mut resolved = Vec::new();
+            for given in &ids {
+                resolved.push(resolve_session(&client, given).await?);
             }
-            println!("deleted {id}");
+            for id in &resolved {
+                client.delete_session(id.clone()).await?;
+                if !ctx.json {
+                    outln!("deleted {id}");
+                }
+            }
+            if ctx.json {
+                return match resolved.as_slice() {
+                    [one] => print_json(&serde_json::json!({"deleted": one})),
+                    all => print_json(&serde_json::json!({"deleted": all})),
+                };
+            }
+            Ok(exit::OK)
+        }
+        SessionCommand::Prune {
+            older_than,
+            dry_run,
+        } => {
+            let cutoff = now_ms().saturating_sub(older_than);
+            let old: Vec<SessionInfo> = client
+                .list_sessions()
+                .await?
+                .into_iter()
+                .filter(|s| s.updated_at < cutoff)
+                .collect();
+            for s in &old {
+                if !dry_run {
+                    client.delete_session(s.session_id.clone()).await?;
+                }
+            }
+            let ids: Vec<&str> = old.iter().map(|s| s.session_id.as_str()).collect();
+            if ctx.json {
+                return print_json(&serde_json::json!({
+                    "deleted": if dry_run { Vec::new() } else { ids.clone() },
+                    "wouldDelete": if dry_run { ids } else { Vec::new() },
+                }));
+            }
+            for s in &old {
+                outln!(
+                    "{} {}  (updated {})",
+                    if dry_run { "would delete" } else { "deleted" },
+                    s.session_id,
+                    age(now_ms(), s.updated_at)
+                );
+            }
+            if old.is_empty() {
+                outln!("nothing to prune");
+            }
             Ok(exit::OK)
         }
     }
 }
 
 fn show(info: &SessionInfo) {
-    println!("session      {}", info.session_id);
-    println!("cwd          {}", info.cwd);
+    outln!("session      {}", info.session_id);
+    outln!("cwd          {}", info.cwd);
     if let Some(title) = &info.title {
-        println!("title        {title}");
+        outln!("title        {title}");
     }
-    println!("mode         {}", info.approval_mode);
-    println!("interactive  {}", info.interactive);
-    println!("events       {}", info.last_seq);
+    outln!("mode         {}", info.approval_mode);
+    outln!("interactive  {}", info.interactive);
+    outln!("events       {}", info.last_seq);
+    let now = now_ms();
+    outln!("created      {}", age(now, info.created_at));
+    outln!("updated      {}", age(now, info.updated_at));
+    if let Some(origin) = &info.origin {
+        outln!("origin       {origin}");
+    }
+}
+
+/// Columns padded to fixed widths (the last one is free).
+fn table_row(cells: &[&str]) -> String {
+    const WIDTHS: [usize; 6] = [32, 9, 9, 10, 8, 6];
+    let mut row = String::new();
+    for (i, cell) in cells.iter().enumerate() {
+        match WIDTHS.get(i) {
+            Some(&w) if i == 5 => row.push_str(&format!("{cell:>w$}  ")),
+            Some(&w) => row.push_str(&format!("{cell:<w$}  ")),
+            None => row.push_str(cell),
+        }
+    }
+    row.trim_end().to_owned()
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// How long ago `then` was, in the largest whole unit (`5m ago`).
+fn age(now: u64, then: u64) -> String {
+    let s = now.saturating_sub(then) / 1000;
+    match s {
+        0..60 => format!("{s}s ago"),
+        60..3600 => format!("{}m ago", s / 60),
+        3600..86_400 => format!("{}h ago", s / 3600),
+        _ => format!("{}d ago", s / 86_400),
+    }
+}
+
+/// `30d`, `12h`, `90m`, `45s`, `2w` as milliseconds.
+fn parse_age(text: &str) -> Result<u64, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .ok_or_else(|| format!("`{text}` needs a unit: s, m, h, d or w (30d)"))?;
+    let (number, unit) = text.split_at(split);
+    let n: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}` does not start with a number (30d)"))?;
+    let seconds = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        "w" => 7 * 86_400,
+        _ => return Err(format!("unknown unit `{unit}` (s, m, h, d or w)")),
+    };
+    Ok(n * seconds * 1000)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_parse_and_print() {
+        assert_eq!(parse_age("30d"), Ok(30 * 86_400_000));
+        assert_eq!(parse_age("90m"), Ok(90 * 60_000));
+        assert!(parse_age("30").is_err());
+        assert!(parse_age("3y").is_err());
+        assert_eq!(age(10_000_000, 10_000_000 - 5 * 60_000), "5m ago");
+        assert_eq!(age(10, 20), "0s ago");
+    }
+
+    #[test]
+    fn rows_are_aligned() {
+        let a = table_row(&["a", "1m ago", "2d ago", "chat", "default", "7", "t"]);
+        let b = table_row(&["b", "10s ago", "2d ago", "mcp serve", "yolo", "1234", "u"]);
+        assert_eq!(a.find("chat"), b.find("mcp serve"));
+        assert_eq!(a.len(), b.len());
+    }
 }

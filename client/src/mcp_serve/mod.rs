@@ -4,31 +4,38 @@
 //! person in `gemctl attach`, or is denied when the session is not
 //! interactive.
 //!
-//! Wire types are converted in `convert.rs`; `server.rs` is the handler.
+//! Wire types are converted in `convert.rs`; `server.rs` is the handler;
+//! `link.rs` keeps the daemon connection (started and reconnected as
+//! needed) and the session.
 
 mod convert;
+mod link;
 mod server;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use geminid_protocol::api::GeminidApiClient;
 use geminid_protocol::session::ApprovalMode;
 use rmcp::ServiceExt;
 
-use crate::Client;
 use crate::command::{Failure, Outcome, exit};
+use link::{Link, Target};
 use server::DaemonTools;
 
 /// Which session the calls run in.
 #[derive(clap::Args)]
 pub struct ServeArgs {
-    /// Run calls in this existing session
+    /// Run calls in this existing session (an id or a unique prefix)
     #[arg(long, conflicts_with = "cwd", required_unless_present = "cwd")]
     session: Option<String>,
-    /// Create a session rooted at this directory (its id goes to stderr)
+    /// Run calls in a session rooted at this directory: the one `mcp
+    /// serve` used there before (same mode and interactivity), else a new
+    /// one (its id goes to stderr)
     #[arg(long)]
     cwd: Option<PathBuf>,
+    /// With --cwd: always create a new session
+    #[arg(long, requires = "cwd")]
+    new_session: bool,
     /// The new session's approval mode: default, autoEdit or yolo
     #[arg(long, requires = "cwd")]
     mode: Option<ApprovalMode>,
@@ -38,33 +45,27 @@ pub struct ServeArgs {
 }
 
 /// Serves MCP on stdin/stdout until the client closes the connection.
+/// The daemon is reached on first use (started when none answers) and
+/// again after it restarted; when it cannot be reached, each request is
+/// answered with an error saying why.
 pub async fn run(socket: &Path, args: ServeArgs) -> Outcome {
-    let client = Client::connect_as(socket, "gemctl-mcp-serve").await?;
-    let session_id = match (args.session, args.cwd) {
-        (Some(id), _) => client.get_session(id).await?.session_id,
-        (None, Some(cwd)) => {
-            let cwd = std::path::absolute(&cwd).unwrap_or(cwd);
-            let info = client
-                .create_session(
-                    cwd.display().to_string(),
-                    args.mode,
-                    Some("MCP server".to_owned()),
-                    Some(!args.non_interactive),
-                    None,
-                )
-                .await?;
-            eprintln!(
-                "gemctl mcp serve: session {} (approve calls with `gemctl attach {}`)",
-                info.session_id, info.session_id
-            );
-            info.session_id
-        }
+    let target = match (args.session, args.cwd) {
+        (Some(id), _) => Target::Session(id),
+        (None, Some(cwd)) => Target::Cwd {
+            cwd,
+            mode: args.mode,
+            interactive: !args.non_interactive,
+            fresh: args.new_session,
+        },
         (None, None) => return Err(Failure::new(exit::USAGE, "give --session or --cwd")),
     };
-    let tools = DaemonTools {
-        client: Arc::new(client),
-        session_id,
-    };
+    let link = Arc::new(Link::new(socket.to_path_buf(), target));
+    // Early, so the session id is on stderr before the first request; a
+    // failure here is told again with every request.
+    if let Err(e) = link.get().await {
+        eprintln!("gemctl mcp serve: {}", e.message);
+    }
+    let tools = DaemonTools { link };
     let running = tools
         .serve(rmcp::transport::stdio())
         .await

@@ -13,12 +13,17 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
 use super::convert;
-use crate::Client;
+use super::link::Link;
+use crate::call_follow::CallFollow;
 
-/// Serves the daemon's tools for `session_id`.
+/// Serves the daemon's tools for the link's session.
 pub struct DaemonTools {
-    pub client: Arc<Client>,
-    pub session_id: String,
+    pub link: Arc<Link>,
+}
+
+/// The daemon could not be reached (or started): every request says why.
+fn unreachable(failure: crate::command::Failure) -> ErrorData {
+    ErrorData::internal_error(format!("geminid: {}", failure.message), None)
 }
 
 fn daemon_error(e: jsonrpsee::core::ClientError) -> ErrorData {
@@ -34,12 +39,12 @@ impl ServerHandler for DaemonTools {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("geminid", env!("CARGO_PKG_VERSION")))
-            .with_instructions(format!(
-                "The Gemini CLI tools of geminid. Calls run in session {} under its \
+            .with_instructions(
+                "The Gemini CLI tools of geminid. Calls run in one geminid session under its \
                  approval mode and policy; a call that needs approval waits for a person \
-                 in `gemctl attach {}`.",
-                self.session_id, self.session_id
-            ))
+                 in `gemctl attach <session>` (the session id is on gemctl's stderr)."
+                    .to_owned(),
+            )
     }
 
     async fn list_tools(
@@ -47,9 +52,9 @@ impl ServerHandler for DaemonTools {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self
-            .client
-            .list_tools(Some(self.session_id.clone()))
+        let (client, session_id) = self.link.get().await.map_err(unreachable)?;
+        let tools = client
+            .list_tools(Some(session_id))
             .await
             .map_err(daemon_error)?;
         Ok(ListToolsResult::with_all_items(
@@ -60,22 +65,33 @@ impl ServerHandler for DaemonTools {
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let started = self
-            .client
-            .call_tool(
-                self.session_id.clone(),
-                request.name.into_owned(),
-                Some(args),
-                Some(true),
-            )
+        let (client, session_id) = self.link.get().await.map_err(unreachable)?;
+        let mut call = CallFollow::start(&client, &session_id, &request.name, args)
             .await
             .map_err(daemon_error)?;
-        let outcome = started.outcome.ok_or_else(|| {
-            ErrorData::internal_error("geminid answered tool.call without the outcome", None)
-        })?;
-        Ok(convert::call_result(&outcome).into())
+        let mut cancel_sent = false;
+        loop {
+            tokio::select! {
+                // notifications/cancelled from the MCP client: the call is
+                // cancelled in the daemon too (its process group killed).
+                () = context.ct.cancelled(), if !cancel_sent => {
+                    cancel_sent = true;
+                    if let Err(e) = call.cancel(&client).await {
+                        eprintln!("gemctl mcp serve: tool.cancel failed: {e}");
+                    }
+                }
+                next = call.next() => {
+                    let (_, snapshot) = next.map_err(|e| {
+                        ErrorData::internal_error(format!("geminid: following the call: {e:?}"), None)
+                    })?;
+                    if snapshot.state.is_terminal() {
+                        return Ok(convert::call_result(&snapshot).into());
+                    }
+                }
+            }
+        }
     }
 }

@@ -50,13 +50,33 @@ impl RpcHandler {
 
     async fn info(&self, handle: &SessionHandle) -> RpcResult<SessionInfo> {
         let (record, last_seq) = handle.info().await?;
-        Ok(wire::session_info(&record, last_seq, true))
+        let updated = self.updated_at(&record.id, last_seq);
+        Ok(wire::session_info(&record, last_seq, updated, true))
+    }
+
+    /// When the session's newest event was recorded.
+    fn updated_at(&self, id: &str, last_seq: u64) -> Option<u64> {
+        self.daemon
+            .sessions
+            .store()
+            .event_time(id, last_seq)
+            .ok()
+            .flatten()
     }
 }
 
 #[async_trait]
 impl GeminidApiServer for RpcHandler {
-    async fn initialize(&self, client: Option<ClientInfo>) -> RpcResult<InitializeResult> {
+    async fn initialize(
+        &self,
+        ext: &Extensions,
+        client: Option<ClientInfo>,
+    ) -> RpcResult<InitializeResult> {
+        if let Some(name) = client.as_ref().and_then(|c| c.name.as_deref())
+            && let Some(connection) = ext.get::<ConnectionContext>()
+        {
+            let _ = connection.client_name.set(name.to_owned());
+        }
         if let Some(version) = client.as_ref().and_then(|c| c.protocol_version)
             && version > PROTOCOL_VERSION
         {
@@ -105,6 +125,7 @@ impl GeminidApiServer for RpcHandler {
 
     async fn create_session(
         &self,
+        ext: &Extensions,
         cwd: String,
         approval_mode: Option<ApprovalMode>,
         title: Option<String>,
@@ -120,6 +141,10 @@ impl GeminidApiServer for RpcHandler {
                 title,
                 interactive: interactive.unwrap_or(true),
                 force: force.unwrap_or(false),
+                origin: ext
+                    .get::<ConnectionContext>()
+                    .and_then(|c| c.client_name.get())
+                    .map(|name| origin_of(name)),
             })
             .await?;
         let info = self.info(&handle).await?;
@@ -136,7 +161,10 @@ impl GeminidApiServer for RpcHandler {
             .sessions
             .list()?
             .iter()
-            .map(|(record, last_seq, loaded)| wire::session_info(record, *last_seq, *loaded))
+            .map(|(record, last_seq, loaded)| {
+                let updated = self.updated_at(&record.id, *last_seq);
+                wire::session_info(record, *last_seq, updated, *loaded)
+            })
             .collect())
     }
 
@@ -271,6 +299,11 @@ impl GeminidApiServer for RpcHandler {
         Ok(ConfirmResult { accepted })
     }
 
+    async fn cancel_tool(&self, session_id: String, call_id: String) -> RpcResult<Ack> {
+        let ok = self.session(&session_id)?.cancel_call(call_id).await?;
+        Ok(Ack { ok })
+    }
+
     async fn check_policy(
         &self,
         session_id: Option<String>,
@@ -367,5 +400,25 @@ impl GeminidApiServer for RpcHandler {
         cwd: Option<String>,
     ) -> RpcResult<MemoryInfo> {
         turn::memory(&self.daemon, session_id, cwd, true).await
+    }
+}
+
+/// A session's origin from the name its client gave: `gemctl chat` is a
+/// `chat` session, `gemctl-acp` an `acp` one; other names are kept.
+fn origin_of(client_name: &str) -> String {
+    let name = client_name.trim();
+    name.strip_prefix("gemctl ")
+        .or_else(|| name.strip_prefix("gemctl-"))
+        .unwrap_or(name)
+        .replace('-', " ")
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn origins_drop_the_gemctl_prefix() {
+        assert_eq!(super::origin_of("gemctl chat"), "chat");
+        assert_eq!(super::origin_of("gemctl-mcp-serve"), "mcp serve");
+        assert_eq!(super::origin_of("zed"), "zed");
     }
 }

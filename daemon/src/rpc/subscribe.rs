@@ -34,6 +34,9 @@ pub struct ConnectionContext {
     pub sink: MethodSink,
     /// Cancel to disconnect the client.
     pub disconnect: CancellationToken,
+    /// The name the client gave in `daemon.initialize` (the origin of the
+    /// sessions it creates).
+    pub client_name: std::sync::Arc<std::sync::OnceLock<String>>,
     /// Fired when answers can no longer reach the client (it went away and
     /// the grace for requests already read is over, or the daemon stops
     /// serving it): work done only for this client (`mcp.probe`) stops.

@@ -75,6 +75,7 @@ impl Connection {
             sink: sink.clone(),
             disconnect: kill.clone(),
             closed: closed.clone(),
+            client_name: Default::default(),
         });
         let mut state = State {
             methods: self.methods,

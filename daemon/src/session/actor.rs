@@ -261,6 +261,12 @@ impl Actor {
                     let _ = reply.send(count);
                 });
             }
+            Command::CancelCall { call_id, reply } => {
+                let result = self.cancel_call(&call_id);
+                self.after_commit(move || {
+                    let _ = reply.send(result);
+                });
+            }
             Command::SetApprovalMode { mode, reply } => {
                 self.record.approval_mode = mode;
                 self.pending.record = Some(self.record.clone());

@@ -59,6 +59,26 @@ impl Actor {
         call_id
     }
 
+    /// A client's cancel of one call. `Ok(false)` when the call had
+    /// already finished; an executing call is aborted (its process group
+    /// killed) and ends when the tool reports back.
+    pub(super) fn cancel_call(&mut self, call_id: &str) -> Result<bool, SessionError> {
+        let active = self
+            .scheduler
+            .call(call_id)
+            .is_some_and(|call| !call.state.is_terminal());
+        if !active {
+            return if self.is_known_call(call_id) {
+                Ok(false)
+            } else {
+                Err(SessionError::CallNotFound(call_id.to_owned()))
+            };
+        }
+        let effects = self.scheduler.cancel(call_id, "cancelled by a client");
+        self.apply(effects);
+        Ok(true)
+    }
+
     /// A client's answer to a confirmation. `Ok(false)` when the call is
     /// not waiting (anymore): another client answered first.
     pub(super) fn confirm(
@@ -251,8 +271,20 @@ impl Actor {
             return;
         };
         let Some(tool) = self.deps.registry.get(&call.name) else {
+            let names: Vec<String> = self
+                .deps
+                .registry
+                .all()
+                .iter()
+                .map(|t| t.tool.name().to_owned())
+                .collect();
+            let hint = match crate::tools::closest_names(&call.name, &names).as_slice() {
+                [] => String::new(),
+                [one] => format!("; did you mean `{one}`?"),
+                several => format!("; did you mean one of `{}`?", several.join("`, `")),
+            };
             let message = format!(
-                "no tool named `{}`; `tool.list` shows the available tools",
+                "no tool named `{}`{hint} (`gemctl tools` lists them all)",
                 call.name
             );
             let effects = self.scheduler.prepared(
@@ -384,12 +416,20 @@ impl Actor {
 }
 
 /// "policy: <reason> (<file> rule #<n>, <tier> tier)" for `decidedBy`.
+/// The policy's reason, naming the deciding rule once: the reason names
+/// it already when the rule decided the whole call.
 fn explain(verdict: &PolicyVerdict) -> String {
     match &verdict.rule {
-        Some(rule) => format!(
-            "policy: {} ({} rule #{}, priority {:.3})",
-            verdict.reason, rule.source.file, rule.source.index, rule.final_priority
-        ),
-        None => format!("policy: {}", verdict.reason),
+        Some(rule)
+            if !verdict
+                .reason
+                .contains(&format!("{} rule #{}", rule.source.file, rule.source.index)) =>
+        {
+            format!(
+                "policy: {} ({} rule #{}, priority {:.3})",
+                verdict.reason, rule.source.file, rule.source.index, rule.final_priority
+            )
+        }
+        Some(_) | None => format!("policy: {}", verdict.reason),
     }
 }

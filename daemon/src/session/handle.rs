@@ -80,6 +80,11 @@ pub(super) enum Command {
     CancelAll {
         reply: oneshot::Sender<usize>,
     },
+    /// Cancel one call; answers whether it was still running.
+    CancelCall {
+        call_id: String,
+        reply: oneshot::Sender<Result<bool, SessionError>>,
+    },
     SetApprovalMode {
         mode: ApprovalMode,
         reply: oneshot::Sender<SessionRecord>,
@@ -184,6 +189,12 @@ impl SessionHandle {
 
     pub async fn cancel_all(&self) -> Result<usize, SessionError> {
         self.ask(|reply| Command::CancelAll { reply }).await
+    }
+
+    /// Cancels one call; `Ok(false)` when it had already finished.
+    pub async fn cancel_call(&self, call_id: String) -> Result<bool, SessionError> {
+        self.ask(|reply| Command::CancelCall { call_id, reply })
+            .await?
     }
 
     pub async fn set_approval_mode(

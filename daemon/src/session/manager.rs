@@ -30,6 +30,8 @@ pub struct NewSession {
     pub interactive: bool,
     /// Accept a root no one normally means (`/`, `/proc/...`).
     pub force: bool,
+    /// Which kind of client creates it.
+    pub origin: Option<String>,
 }
 
 impl SessionManager {
@@ -91,6 +93,7 @@ impl SessionManager {
             created_at: crate::now_ms(),
             root_dev: Some(root.id().dev),
             root_ino: Some(root.id().ino),
+            origin: new.origin,
         };
         // The actor writes the record with its first event and flushes both
         // before it answers anything, so a created session survives kill -9.

@@ -24,6 +24,11 @@ impl Actor {
         if let Err(e) = self.deps.model.model() {
             return Err(SessionError::ModelNotConfigured(e.message));
         }
+        if self.record.title.is_none() {
+            // A session without a title is named after its first prompt.
+            self.record.title = Some(title_of(&text));
+            self.pending.record = Some(self.record.clone());
+        }
         let turn_id = format!("turn-{}", self.next_seq());
         self.emit(EventPayload::PromptQueued {
             turn_id: turn_id.clone(),
@@ -232,5 +237,29 @@ impl Actor {
         self.pending
             .prompts
             .push((prompt.turn_id.clone(), Some(saved)));
+    }
+}
+
+/// A title from a prompt: its first non-empty line, cut at 60 characters.
+fn title_of(prompt: &str) -> String {
+    let line = prompt
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or_default();
+    let mut title: String = line.chars().take(60).collect();
+    if line.chars().count() > 60 {
+        title.push('…');
+    }
+    title
+}
+
+#[cfg(test)]
+mod title_tests {
+    #[test]
+    fn a_title_is_the_first_line_cut_short() {
+        assert_eq!(super::title_of("\n  fix the build \nmore"), "fix the build");
+        let long = "x".repeat(70);
+        assert_eq!(super::title_of(&long).chars().count(), 61);
     }
 }

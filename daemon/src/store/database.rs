@@ -30,9 +30,14 @@ pub(super) fn open_sled(dir: &Path) -> Result<Sled, StoreError> {
     let path = dir.join("sessions.sled");
     drop_unfinished_creation(&path)
         .map_err(|e| StoreError::Io(format!("{}: {e}", path.display())))?;
-    let db = open_with_retry(&path).map_err(|source| StoreError::Open {
-        path: dir.display().to_string(),
-        source,
+    let db = open_with_retry(&path).map_err(|source| match source {
+        sled::Error::Io(e) if e.kind() == std::io::ErrorKind::WouldBlock => StoreError::InUse {
+            path: dir.display().to_string(),
+        },
+        source => StoreError::Open {
+            path: dir.display().to_string(),
+            source,
+        },
     })?;
     let tree = db.open_tree("geminid")?;
     Ok(Sled { db, tree })

@@ -108,6 +108,22 @@ impl Store {
         })
     }
 
+    /// When the event `seq` was recorded (its `time`), if it is stored.
+    pub fn event_time(&self, id: &str, seq: u64) -> Result<Option<u64>, StoreError> {
+        #[derive(serde::Deserialize)]
+        struct Timed {
+            time: u64,
+        }
+        if seq == 0 {
+            return Ok(None);
+        }
+        Ok(self
+            .events(id, seq - 1, seq)?
+            .first()
+            .and_then(|(_, json)| serde_json::from_str::<Timed>(json.get()).ok())
+            .map(|t| t.time))
+    }
+
     /// The seq of the session's newest event, 0 when it has none.
     pub fn last_seq(&self, id: &str) -> Result<u64, StoreError> {
         check_id(id)?;

@@ -223,6 +223,7 @@ mod tests {
             created_at: 0,
             root_dev: None,
             root_ino: None,
+            origin: None,
         };
         let mut first = append(&[1]);
         first.record = Some(record("old"));

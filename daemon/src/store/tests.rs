@@ -17,6 +17,7 @@ fn record(id: &str) -> SessionRecord {
         created_at: 1,
         root_dev: None,
         root_ino: None,
+        origin: None,
     }
 }
 

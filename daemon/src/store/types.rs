@@ -16,6 +16,10 @@ pub const SESSION_ID_LEN: usize = 32;
 pub enum StoreError {
     #[error("session store at {path}: {source}")]
     Open { path: String, source: sled::Error },
+    #[error(
+        "the session store at {path} is in use by another geminid (it holds the store's lock); stop that daemon (`gemctl daemon stop`) or give this one another --data-dir"
+    )]
+    InUse { path: String },
     #[error("session store: {0}")]
     Sled(#[from] sled::Error),
     #[error("session store holds a corrupt record under {key}: {source}")]
@@ -46,6 +50,11 @@ pub struct SessionRecord {
     pub root_dev: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub root_ino: Option<u64>,
+    /// Which kind of client created it (`chat`, `prompt`, `call`, `acp`,
+    /// `mcp serve`, or the name another client gave); absent in records
+    /// written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 /// An event as stored and broadcast: its seq and its wire JSON. Shared

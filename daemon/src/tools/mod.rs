@@ -4,6 +4,7 @@
 
 mod beneath;
 pub mod builtin;
+mod closest;
 mod context;
 pub mod contract;
 pub mod declarations;
@@ -15,6 +16,7 @@ pub mod schema;
 pub mod sensitive;
 pub mod settings;
 
+pub use closest::closest_names;
 pub use contract::{
     ConfirmationDetails, ContentPart, FileDiff, OutputSink, PinnedRoot, Tool, ToolContext,
     ToolDisplay, ToolError, ToolErrorKind, ToolInvocation, ToolKind, ToolLocation, ToolResult,

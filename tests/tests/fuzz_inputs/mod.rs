@@ -23,6 +23,7 @@ const METHODS: &[(&str, &[&str])] = &[
     ("session.unsubscribe", &["subscription"]),
     ("tool.list", &["sessionId"]),
     ("tool.call", &["sessionId", "name", "args", "wait"]),
+    ("tool.cancel", &["sessionId", "callId"]),
     (
         "tool.confirm",
         &["sessionId", "callId", "outcome", "modifiedArgs"],

@@ -154,7 +154,12 @@ pub struct HttpPeer {
 
 impl HttpPeer {
     pub fn start(peers: &std::path::Path, mode: &str) -> HttpPeer {
-        let port = free_port();
+        Self::start_on(peers, mode, free_port())
+    }
+
+    /// Like [`HttpPeer::start`], on a given port (a server restarted
+    /// where it was).
+    pub fn start_on(peers: &std::path::Path, mode: &str, port: u16) -> HttpPeer {
         let child = Command::new(everything(peers))
             .arg(mode)
             .env("PORT", port.to_string())

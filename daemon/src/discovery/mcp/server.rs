@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CancelledNotificationParam, ClientRequest, Request, RequestId,
-    ServerResult,
+    CallToolRequestParams, CancelledNotificationParam, ClientRequest, PingRequest, Request,
+    RequestId, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, RunningService};
 use rmcp::{Peer, RoleClient, ServiceError};
@@ -27,6 +27,21 @@ const MAX_BACKOFF: Duration = Duration::from_secs(60);
 const LIST_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long closing a connection may wait for its transport to close.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
+/// How often a connected HTTP or SSE server is pinged: nothing else tells
+/// that it went away (a stdio server's end is its closed output).
+/// `GEMINID_MCP_PING_MS` overrides it (tests).
+const PING_EVERY: Duration = Duration::from_secs(10);
+/// How long a ping may take before the server counts as gone.
+const PING_TIMEOUT: Duration = Duration::from_secs(5);
+
+fn ping_every() -> Duration {
+    std::env::var("GEMINID_MCP_PING_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|ms| *ms > 0)
+        .map(Duration::from_millis)
+        .unwrap_or(PING_EVERY)
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Status {
@@ -77,6 +92,9 @@ pub struct Server {
     pub hooks: Arc<Hooks>,
     state: Mutex<State>,
     pub restart: Notify,
+    /// A call found the connection broken (a failed request): the
+    /// connection ends and reconnects with backoff.
+    lost: Notify,
     /// Counts finished connection attempts (for `mcp.restart` to wait on).
     pub attempts: watch::Sender<u64>,
 }
@@ -128,6 +146,7 @@ impl Server {
                 attempted: false,
             }),
             restart: Notify::new(),
+            lost: Notify::new(),
             attempts: watch::channel(0).0,
         })
     }
@@ -273,9 +292,24 @@ impl Server {
         let peer = service.peer().clone();
         let closing = service.cancellation_token();
         let mut ended = std::pin::pin!(service.waiting());
+        // Only a stdio server has a process group; an HTTP or SSE one
+        // that went away is noticed by pinging it.
+        let remote = group.is_none();
+        // A failure told about an earlier connection is not this one's.
+        let _ = tokio::time::timeout(Duration::ZERO, self.lost.notified()).await;
+        let mut ping = tokio::time::interval(ping_every());
+        ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        ping.tick().await;
         let (restart, reason, over) = loop {
             tokio::select! {
                 _ = &mut ended => break (false, "the server closed the connection (it exited or closed its output)", true),
+                () = self.lost.notified() => break (false, "a request to the server failed", false),
+                _ = ping.tick(), if remote => {
+                    if let Err(problem) = alive(&peer).await {
+                        tracing::warn!(server = %self.name(), %problem, "MCP server stopped answering");
+                        break (false, "the server stopped answering (ping failed)", false);
+                    }
+                }
                 () = self.hooks.lists_changed.notified() => {
                     if self.refresh(&peer).await.is_ok() {
                         events.tools_changed();
@@ -373,10 +407,18 @@ impl Server {
         let request = ClientRequest::CallToolRequest(Request::new(
             CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments),
         ));
-        let handle = peer
+        let handle = match peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
-            .map_err(|_| self.unavailable())?;
+        {
+            Ok(handle) => handle,
+            Err(_) => {
+                if !gone.is_cancelled() {
+                    self.lost.notify_one();
+                }
+                return Err(self.unavailable());
+            }
+        };
         let id = handle.id.clone();
         let _progress = self.hooks.watch_progress(&handle.progress_token, output);
         let timeout = self.config.timeout;
@@ -420,10 +462,30 @@ impl Server {
             ))),
             Err(ServiceError::McpError(e)) => Err(ToolError::execution(e.message.to_string())),
             Err(ServiceError::TransportClosed | ServiceError::TransportSend(_)) => {
+                // The connection is broken: reconnect rather than let the
+                // next calls wait for their timeouts.
+                if !gone.is_cancelled() {
+                    self.lost.notify_one();
+                }
                 Err(self.ended(display))
             }
             Err(e) => Err(ToolError::execution(e.to_string())),
         }
+    }
+}
+
+/// Whether the server answers a ping within [`PING_TIMEOUT`].
+async fn alive(peer: &Peer<RoleClient>) -> Result<(), String> {
+    let ping = ClientRequest::PingRequest(PingRequest {
+        method: Default::default(),
+        extensions: Default::default(),
+    });
+    match tokio::time::timeout(PING_TIMEOUT, peer.send_request(ping)).await {
+        Ok(Ok(_)) => Ok(()),
+        // A server that does not know ping still answers: it is there.
+        Ok(Err(ServiceError::McpError(_))) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer within {} s", PING_TIMEOUT.as_secs())),
     }
 }
 
