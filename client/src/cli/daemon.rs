@@ -186,10 +186,15 @@ async fn status(ctx: &Ctx) -> Outcome {
         println!("  memory       {:.1} MB resident", rss as f64 / 1e6);
     }
     if let Some(model) = &status.model {
-        let key = if model.key_present {
-            format!("key from {}", model.key_source)
+        let what = if model.provider == "vertex-ai" {
+            "credentials"
         } else {
-            format!("no key ({} not set)", model.key_source)
+            "key"
+        };
+        let key = if model.key_present {
+            format!("{what} from {}", model.key_source)
+        } else {
+            format!("no {what} ({} not found)", model.key_source)
         };
         println!(
             "  model        {} via {} at {} ({key})",
@@ -197,6 +202,9 @@ async fn status(ctx: &Ctx) -> Outcome {
         );
         if let Some(problem) = &model.problem {
             println!("               {problem}");
+        }
+        for note in &model.notes {
+            println!("               not used: {note}");
         }
     }
     Ok(exit::OK)
