@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use geminid_protocol::error::code;
+use geminid_protocol::error as code;
 use geminid_protocol::event::{EventPayload, SessionEvent};
 use geminid_tests::fake_model::{FakeModel, Reply, Seen, gemini};
 use geminid_tests::*;
@@ -34,10 +34,12 @@ async fn run_turn(c: &Client, session: &str, text: &str) -> Vec<SessionEvent> {
     .await
 }
 
-/// The turn's end: reason and message.
+/// The last turn's end: reason and message (the events replay the
+/// session from its start).
 fn end(events: &[SessionEvent]) -> (String, String) {
     events
         .iter()
+        .rev()
         .find_map(|e| match &e.payload {
             EventPayload::TurnFinished {
                 reason, message, ..

@@ -362,7 +362,11 @@ pub struct ModelSlot {
 }
 
 /// What the files looked like when a configuration was resolved.
-type Stamp = Vec<(PathBuf, Option<SystemTime>)>;
+type Stamp = Vec<(PathBuf, Option<FileStamp>)>;
+
+/// A file's modification time, size and inode: file times are coarse
+/// (a few milliseconds), so two writes in a row may share one.
+type FileStamp = (SystemTime, u64, u64);
 
 /// The model built for the files as they were at `stamp` (settings and
 /// `.env`) and `credentials` (the Vertex AI credentials file, if read).
@@ -475,8 +479,10 @@ fn unchanged(stamp: &Stamp) -> bool {
     stamp.iter().all(|(path, when)| modified(path) == *when)
 }
 
-fn modified(path: &Path) -> Option<SystemTime> {
-    std::fs::metadata(path).and_then(|m| m.modified()).ok()
+fn modified(path: &Path) -> Option<FileStamp> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    Some((meta.modified().ok()?, meta.len(), meta.ino()))
 }
 
 fn excluded_vars(settings: &Value) -> Vec<String> {
