@@ -44,8 +44,19 @@ pub struct GeminiApiConfig {
 }
 
 impl GeminiApiConfig {
-    pub fn from_env() -> Self {
-        let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    /// From the environment, else the user's own `.env` file
+    /// (`~/.gemini/.env`, else `~/.env`), read once at start.
+    pub fn from_env(home: &std::path::Path) -> Self {
+        let file = [home.join(".gemini").join(".env"), home.join(".env")]
+            .into_iter()
+            .find(|p| p.is_file())
+            .and_then(|p| crate::model::dotenv::read(&p, home).ok());
+        let var = |name: &str| {
+            std::env::var(name)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .or_else(|| file.as_ref()?.get(name, &[]).map(str::to_owned))
+        };
         GeminiApiConfig {
             api_key: var("GEMINI_API_KEY"),
             base_url: var("GOOGLE_GEMINI_BASE_URL")
@@ -77,7 +88,7 @@ impl DaemonConfig {
             max_parallel_calls: 16,
             max_connections: 1024,
             user_gemini_dir: home().join(".gemini"),
-            gemini: GeminiApiConfig::from_env(),
+            gemini: GeminiApiConfig::from_env(&home()),
             admin_policy_dir: env_path("GEMINID_ADMIN_POLICY_DIR")
                 .unwrap_or_else(|| PathBuf::from("/etc/gemini-cli/policies")),
             system_settings: env_path("GEMINID_SYSTEM_SETTINGS")

@@ -52,6 +52,10 @@ impl Daemon {
         let policy = LivePolicy::load(config.policy_sources());
         let model = Arc::new(crate::model::ModelSlot::new(
             &config.user_gemini_dir.join("settings.json"),
+            config
+                .user_gemini_dir
+                .parent()
+                .unwrap_or(&config.user_gemini_dir),
         ));
         let memory = Arc::new(crate::memory::MemoryCache::new(&config.user_gemini_dir));
         let guard = Arc::new(crate::safety::Guard::new(

@@ -307,9 +307,14 @@ pub fn model_status(config: &crate::model::ModelConfig) -> geminid_protocol::tur
         provider: config.provider.label().to_owned(),
         model: config.model.clone(),
         base_url: config.base_url.clone(),
-        key_present: config.api_key.is_some(),
+        key_present: config.api_key.is_some()
+            || matches!(
+                config.vertex,
+                Some((_, crate::model::config::VertexAuth::Adc { .. }))
+            ),
         key_source: config.key_source.clone(),
         problem: config.problem(),
+        notes: config.notes.clone(),
     }
 }
 

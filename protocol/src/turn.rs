@@ -31,7 +31,7 @@ pub struct HistoryPage {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ModelStatus {
-    /// `gemini` or `openai-compatible`.
+    /// `gemini`, `vertex-ai` or `openai-compatible`.
     pub provider: String,
     pub model: String,
     pub base_url: String,
@@ -40,6 +40,9 @@ pub struct ModelStatus {
     pub key_source: String,
     /// Why prompts cannot run, when they cannot.
     pub problem: Option<String>,
+    /// Settings found in the user's files that were not used, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
 }
 
 /// Result of `memory.show` and `memory.reload`.

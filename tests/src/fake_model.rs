@@ -34,7 +34,10 @@ pub enum Reply {
 pub struct Seen {
     pub path: String,
     pub headers: Vec<(String, String)>,
+    /// The body as JSON (`Null` when it is not JSON).
     pub body: Value,
+    /// The body as text (form posts to a token endpoint, say).
+    pub raw: String,
     pub at: Instant,
 }
 
@@ -254,12 +257,15 @@ async fn read_request(
         }
         buffer.extend_from_slice(&chunk[..n]);
     }
-    let body = serde_json::from_slice(&buffer[head_end..head_end + length]).unwrap_or(Value::Null);
+    let bytes = &buffer[head_end..head_end + length];
+    let body = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+    let raw = String::from_utf8_lossy(bytes).into_owned();
     buffer.drain(..head_end + length);
     Ok(Some(Seen {
         path,
         headers,
         body,
+        raw,
         at,
     }))
 }

@@ -6,6 +6,7 @@
 //! Wire types are converted in `convert.rs`, the session's event stream is
 //! followed in `follow.rs`, and `rpc.rs` frames messages.
 
+mod auth;
 mod convert;
 mod follow;
 mod rpc;
@@ -135,7 +136,7 @@ impl Agent {
     async fn request(&self, method: &str, id: Value, params: Value) {
         let answered = match method {
             "initialize" => Ok(Some(initialize())),
-            "authenticate" => Ok(Some(json!({}))),
+            "authenticate" => self.authenticate(&params).await.map(Some),
             "session/new" => self.new_session(&params).await.map(Some),
             "session/load" => self.load_session(&params, id.clone()).await.map(|()| None),
             "session/prompt" => self.prompt(&params, id.clone()).await.map(|()| None),
@@ -241,6 +242,21 @@ impl Agent {
         Ok(())
     }
 
+    /// `authenticate`: geminid cannot log in for the user; it says whether
+    /// the chosen method is usable now and, if not, what to set.
+    async fn authenticate(&self, params: &Value) -> Result<Value, Refusal> {
+        let method = str_param(params, "methodId")?;
+        let Some(wanted) = auth::provider_of(method) else {
+            return Err(invalid(format!(
+                "unknown authMethod `{method}` ({})",
+                auth::METHOD_IDS.join(", ")
+            )));
+        };
+        let status = self.client.status().await.map_err(|e| daemon_error(&e))?;
+        auth::check(wanted, status.model.as_ref())?;
+        Ok(json!({}))
+    }
+
     async fn set_mode(&self, params: &Value) -> Result<Value, Refusal> {
         let follow = self.follow(str_param(params, "sessionId")?)?;
         let mode_id = str_param(params, "modeId")?;
@@ -265,7 +281,7 @@ fn initialize() -> Value {
             "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
             "mcpCapabilities": {"http": false, "sse": false},
         },
-        "authMethods": [],
+        "authMethods": auth::methods(),
         "agentInfo": {"name": "geminid", "title": "geminid", "version": env!("CARGO_PKG_VERSION")},
     })
 }

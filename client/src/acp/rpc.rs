@@ -17,6 +17,8 @@ pub mod code {
     pub const METHOD_NOT_FOUND: i64 = -32601;
     pub const INVALID_PARAMS: i64 = -32602;
     pub const INTERNAL_ERROR: i64 = -32603;
+    /// ACP's `auth_required`: the editor shows its login flow.
+    pub const AUTH_REQUIRED: i64 = -32000;
 }
 
 /// What the editor answered to one of our requests: its `result`, or its
@@ -122,6 +124,12 @@ pub async fn write_lines(mut lines: mpsc::UnboundedReceiver<String>) {
 /// are passed on.
 pub fn daemon_error(e: &jsonrpsee::core::ClientError) -> (i64, String) {
     match e {
+        // No model to talk to is what ACP calls `auth_required`.
+        jsonrpsee::core::ClientError::Call(err)
+            if err.code() == geminid_protocol::error::MODEL_NOT_CONFIGURED =>
+        {
+            (code::AUTH_REQUIRED, err.message().to_owned())
+        }
         jsonrpsee::core::ClientError::Call(err) => {
             (i64::from(err.code()), err.message().to_owned())
         }

@@ -115,10 +115,15 @@ async fn status(ctx: &Ctx) -> Outcome {
         outln!("  memory       {:.1} MB resident", rss as f64 / 1e6);
     }
     if let Some(model) = &status.model {
-        let key = if model.key_present {
-            format!("key from {}", model.key_source)
+        let what = if model.provider == "vertex-ai" {
+            "credentials"
         } else {
-            format!("no key ({} not set)", model.key_source)
+            "key"
+        };
+        let key = if model.key_present {
+            format!("{what} from {}", model.key_source)
+        } else {
+            format!("no {what} ({} not found)", model.key_source)
         };
         outln!(
             "  model        {} via {} at {} ({key})",
@@ -128,6 +133,9 @@ async fn status(ctx: &Ctx) -> Outcome {
         );
         if let Some(problem) = &model.problem {
             outln!("               {problem}");
+        }
+        for note in &model.notes {
+            println!("               not used: {note}");
         }
     }
     Ok(exit::OK)

@@ -1,44 +1,94 @@
-//! The Gemini API: `streamGenerateContent` over server-sent events.
+//! The Gemini API: `streamGenerateContent` over server-sent events, at
+//! the Gemini API (an API key) or at Vertex AI (`vertex.rs`: the same
+//! request and response shape, another URL, an API key or a Google
+//! access token).
+
+use std::sync::Arc;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
+
+use super::google_auth::TokenSource;
 
 use super::retry::{self, RetryPolicy};
 use super::{
     Chunk, ChunkStream, Model, ModelError, ModelErrorKind, ModelRequest, Part, RetryNotice, Usage,
 };
 
+/// How a request proves who sends it.
+#[derive(Clone)]
+pub enum Credential {
+    /// `x-goog-api-key`.
+    ApiKey(String),
+    /// `Authorization: Bearer`, a Google access token.
+    Bearer(Arc<TokenSource>),
+}
+
 /// A client for one Gemini model.
 pub struct GeminiModel {
     client: reqwest::Client,
     base_url: String,
     model: String,
-    api_key: String,
+    url: String,
+    credential: Credential,
+    /// What an HTTP error means at this endpoint.
+    refusal: fn(&str, &str, u16, &[u8]) -> ModelError,
     retry: RetryPolicy,
 }
 
 impl GeminiModel {
+    /// The Gemini API with an API key.
     pub fn new(client: reqwest::Client, base_url: &str, model: &str, api_key: &str) -> Self {
+        let base_url = base_url.trim_end_matches('/').to_owned();
+        let bare = model.strip_prefix("models/").unwrap_or(model);
         GeminiModel {
             client,
-            base_url: base_url.trim_end_matches('/').to_owned(),
+            url: format!("{base_url}/v1beta/models/{bare}:streamGenerateContent?alt=sse"),
+            base_url,
             model: model.to_owned(),
-            api_key: api_key.to_owned(),
+            credential: Credential::ApiKey(api_key.to_owned()),
+            refusal: http_error,
             retry: RetryPolicy::default(),
         }
     }
 
-    /// `{base}/v1beta/models/{model}:streamGenerateContent?alt=sse`.
-    pub fn endpoint(&self) -> String {
-        let model = self.model.strip_prefix("models/").unwrap_or(&self.model);
-        format!(
-            "{}/v1beta/models/{model}:streamGenerateContent?alt=sse",
-            self.base_url
-        )
+    /// Another endpoint speaking the same API (Vertex AI).
+    pub fn at(
+        client: reqwest::Client,
+        base_url: &str,
+        url: String,
+        model: &str,
+        credential: Credential,
+        refusal: fn(&str, &str, u16, &[u8]) -> ModelError,
+    ) -> Self {
+        GeminiModel {
+            client,
+            base_url: base_url.to_owned(),
+            model: model.to_owned(),
+            url,
+            credential,
+            refusal,
+            retry: RetryPolicy::default(),
+        }
+    }
+
+    /// The streaming URL requests go to.
+    pub fn endpoint(&self) -> &str {
+        &self.url
     }
 
     fn refuse(&self, status: u16, body: &[u8]) -> ModelError {
-        http_error(&self.model, &self.base_url, status, body)
+        (self.refusal)(&self.model, &self.base_url, status, body)
+    }
+
+    /// The header that carries the credential now.
+    async fn auth_header(&self) -> Result<(&'static str, String), ModelError> {
+        match &self.credential {
+            Credential::ApiKey(key) => Ok(("x-goog-api-key", key.clone())),
+            Credential::Bearer(source) => {
+                Ok(("authorization", format!("Bearer {}", source.token().await?)))
+            }
+        }
     }
 }
 
@@ -71,15 +121,24 @@ impl Model for GeminiModel {
         on_retry: RetryNotice<'_>,
     ) -> Result<ChunkStream, ModelError> {
         let body = request_body(&self.model, request);
-        let url = self.endpoint();
-        let make = || {
-            self.client
-                .post(&url)
-                .header("x-goog-api-key", &self.api_key)
-                .json(&body)
-        };
         let refuse = |status: u16, body: &[u8]| self.refuse(status, body);
-        let response = retry::send(self.retry, &make, &refuse, on_retry).await?;
+        let mut refreshed = false;
+        let response = loop {
+            let (name, value) = self.auth_header().await?;
+            let make = || self.client.post(&self.url).header(name, &value).json(&body);
+            match retry::send(self.retry, &make, &refuse, on_retry).await {
+                // A token the server no longer takes (revoked, or its
+                // clock disagrees with ours): fetch a new one, once.
+                Err(e) if e.kind == ModelErrorKind::Auth && !refreshed => {
+                    let Credential::Bearer(source) = &self.credential else {
+                        return Err(e);
+                    };
+                    source.invalidate().await;
+                    refreshed = true;
+                }
+                other => break other?,
+            }
+        };
         let model = self.model.clone();
         Ok(Box::pin(super::sse_data(response).map(move |data| {
             data.and_then(|data| parse_chunk(&model, &data))

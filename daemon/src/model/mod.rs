@@ -1,14 +1,19 @@
-//! Model clients: the Gemini API (`gemini.rs`) and OpenAI-compatible chat
-//! completions (`openai.rs`), behind one streaming interface. The
-//! conversation is kept in the Gemini shape (`content.rs`); which provider
-//! and model to use comes from the environment and settings (`config.rs`).
+//! Model clients: the Gemini API and Vertex AI (`gemini.rs`, `vertex.rs`,
+//! tokens from `google_auth.rs`) and OpenAI-compatible chat completions
+//! (`openai.rs`), behind one streaming interface. The conversation is kept
+//! in the Gemini shape (`content.rs`); which provider and model to use
+//! comes from the environment, `.env` files (`dotenv.rs`) and settings
+//! (`config.rs`).
 
 pub mod config;
 pub mod content;
+pub mod dotenv;
 pub mod gemini;
+pub mod google_auth;
 pub mod openai;
 pub mod prompt;
 pub mod retry;
+pub mod vertex;
 
 use std::pin::Pin;
 

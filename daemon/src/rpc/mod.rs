@@ -112,7 +112,7 @@ impl GeminidApiServer for RpcHandler {
             sessions_loaded: d.sessions.loaded_count() as u64,
             tools: d.registry.len() as u64,
             rss_bytes: rss_bytes(),
-            model: Some(wire::model_status(&d.model.config())),
+            model: Some(wire::model_status(&d.model.config(None))),
             store_error: d.store_problem(),
         })
     }

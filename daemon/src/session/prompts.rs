@@ -21,7 +21,11 @@ impl Actor {
         if self.stopping {
             return Err(SessionError::Stopped(self.record.id.clone()));
         }
-        if let Err(e) = self.deps.model.model() {
+        if let Err(e) = self
+            .deps
+            .model
+            .model(Some(std::path::Path::new(&self.record.cwd)))
+        {
             return Err(SessionError::ModelNotConfigured(e.message));
         }
         if self.record.title.is_none() {
@@ -72,7 +76,7 @@ impl Actor {
         let prepared = self
             .deps
             .model
-            .model()
+            .model(Some(std::path::Path::new(&self.record.cwd)))
             .map_err(|e| e.message)
             .and_then(|(_, model)| {
                 let history = self.loaded_history().map_err(|e| e.to_string())?.clone();
