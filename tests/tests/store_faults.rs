@@ -342,7 +342,17 @@ async fn damage_in_an_event_file_loses_only_what_it_touches() {
     let mut total_lost = 0;
     for round in 0..8 {
         let mut bytes = whole.clone();
-        let at = bytes.len() / 4 + (next() as usize % (bytes.len() / 2));
+        // Anywhere in the middle half, or (odd rounds) over an entry's
+        // header (`seq u64 BE | length u64 BE | bytes`).
+        let mut at = bytes.len() / 4 + (next() as usize % (bytes.len() / 2));
+        if round % 2 == 1 {
+            let headers = entry_offsets(&whole);
+            let middle: Vec<usize> = headers
+                .into_iter()
+                .filter(|o| *o > whole.len() / 4 && *o < whole.len() * 3 / 4)
+                .collect();
+            at = middle[next() as usize % middle.len()].saturating_sub(next() as usize % 24);
+        }
         for b in &mut bytes[at..at + 64] {
             *b = next() as u8;
         }
@@ -402,4 +412,16 @@ async fn damage_in_an_event_file_loses_only_what_it_touches() {
         "8 rounds of 64 damaged bytes: {total_lost} events lost of {}",
         8 * last
     );
+}
+
+/// Where each entry of an event file begins.
+fn entry_offsets(file: &[u8]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at + 16 <= file.len() {
+        out.push(at);
+        let len = u64::from_be_bytes(file[at + 8..at + 16].try_into().unwrap()) as usize;
+        at += 16 + len;
+    }
+    out
 }
