@@ -93,7 +93,11 @@ impl DaemonConfig {
             initialize_timeout: env_seconds("GEMINID_INITIALIZE_TIMEOUT")
                 .unwrap_or(std::time::Duration::from_secs(10)),
             outbound_budget: env_number("GEMINID_OUTBOUND_BUDGET_MB")
-                .map(|mb| mb as usize * 1024 * 1024)
+                .map(|mb| {
+                    usize::try_from(mb)
+                        .unwrap_or(usize::MAX)
+                        .saturating_mul(1024 * 1024)
+                })
                 .unwrap_or(crate::rpc::DEFAULT_OUTBOUND_BUDGET),
             user_gemini_dir: home().join(".gemini"),
             gemini: GeminiApiConfig::from_env(),
