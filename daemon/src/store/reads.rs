@@ -11,6 +11,9 @@ use super::types::{
     record_key, seq_of, turn_number,
 };
 
+/// A stored event's JSON, or why its bytes cannot be read.
+pub type EventOrDamage = Result<Box<RawValue>, String>;
+
 impl Store {
     pub fn put_session(&self, record: &SessionRecord) -> Result<(), StoreError> {
         check_id(&record.id)?;
@@ -95,7 +98,7 @@ impl Store {
         id: &str,
         since: u64,
         upto: u64,
-    ) -> Result<Vec<(u64, Result<Box<RawValue>, String>)>, StoreError> {
+    ) -> Result<Vec<(u64, EventOrDamage)>, StoreError> {
         check_id(id)?;
         let mut out = Vec::new();
         if since >= upto {
