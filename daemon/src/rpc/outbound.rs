@@ -13,7 +13,7 @@
 //! each.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -46,6 +46,7 @@ impl OutboundBudget {
             budget: self.clone(),
             queued: AtomicUsize::new(0),
             drained: Notify::new(),
+            closed: AtomicBool::new(false),
         })
     }
 
@@ -70,11 +71,16 @@ pub struct Meter {
     budget: Arc<OutboundBudget>,
     queued: AtomicUsize,
     drained: Notify,
+    /// The connection ended: its bytes and its share went back.
+    closed: AtomicBool,
 }
 
 impl Meter {
     /// A message of `bytes` entered the connection's queue.
     pub fn add(&self, bytes: usize) {
+        if self.closed.load(Ordering::Acquire) {
+            return;
+        }
         self.queued.fetch_add(bytes, Ordering::Relaxed);
         self.budget.total.fetch_add(bytes, Ordering::Relaxed);
     }
@@ -143,11 +149,24 @@ impl Meter {
     }
 }
 
-impl Drop for Meter {
-    fn drop(&mut self) {
+impl Meter {
+    /// The connection ended and its queue is gone: its bytes and its share
+    /// go back to the budget now, whoever still holds the meter (a
+    /// subscription that has not noticed yet).
+    pub fn close(&self) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
         let left = self.queued.swap(0, Ordering::Relaxed);
         take(&self.budget.total, left);
         self.budget.connections.fetch_sub(1, Ordering::Relaxed);
+        self.drained.notify_waiters();
+    }
+}
+
+impl Drop for Meter {
+    fn drop(&mut self) {
+        self.close();
     }
 }
 
@@ -179,6 +198,8 @@ mod tests {
         assert!(!b.has_room(200), "share is 500");
         a.sub(5000);
         assert_eq!(budget.total(), 400);
+        b.close();
+        b.add(10);
         drop(b);
         assert_eq!(
             budget.total(),

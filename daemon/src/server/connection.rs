@@ -8,7 +8,7 @@
 
 use futures::StreamExt;
 use geminid_protocol::error as code;
-use geminid_protocol::framing::{MAX_LINE_BYTES, OUTBOUND_QUEUE};
+use geminid_protocol::framing::MAX_LINE_BYTES;
 use jsonrpsee::Extensions;
 use jsonrpsee::core::id_providers::RandomIntegerIdProvider;
 use jsonrpsee::core::server::helpers::MethodSink;
@@ -30,6 +30,11 @@ use super::framing::{Frame, LineFramer};
 use crate::rpc::{AnswerSlot, ConnectionContext, Meter, OutboundBudget, SplitResult};
 use std::sync::Arc;
 use std::time::Duration;
+
+/// Messages handed to the pump and not yet counted (`rpc/outbound.rs`):
+/// few, so that a sender cannot get far ahead of the count while the pump
+/// waits for a core.
+const HANDOFF_QUEUE: usize = 16;
 
 /// Subscriptions one connection may hold at once.
 const MAX_SUBSCRIPTIONS: u32 = 1024;
@@ -56,9 +61,9 @@ const CLOSE_GRACE: Duration = Duration::from_secs(5);
 impl Connection {
     pub async fn serve(self, stream: UnixStream) {
         let (read, write) = stream.into_split();
-        let (tx, rx) = mpsc::channel::<Box<RawValue>>(OUTBOUND_QUEUE);
+        let (tx, rx) = mpsc::channel::<Box<RawValue>>(HANDOFF_QUEUE);
         let sink = MethodSink::new_with_limit(tx, MAX_RESPONSE_BYTES as u32);
-        let (split_tx, split_rx) = mpsc::channel::<SplitAnswer>(OUTBOUND_QUEUE);
+        let (split_tx, split_rx) = mpsc::channel::<SplitAnswer>(HANDOFF_QUEUE);
         // `kill` drops the client at once (it stopped reading); `close` lets
         // the writer drain what is queued and end.
         let kill = CancellationToken::new();
@@ -187,6 +192,8 @@ impl Connection {
             kill.cancel();
         }
         let _ = pump.await;
+        // Whatever still holds the meter, the queue is gone.
+        meter.close();
     }
 }
 
