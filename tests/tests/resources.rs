@@ -316,3 +316,36 @@ async fn long_output_is_stored_once_capped_and_deleted_with_its_session() {
         "the spill directory outlived its session"
     );
 }
+
+/// At the limit with every connection waiting on a call, a new one is
+/// turned away, saying why; once a call ends, a new client is served
+/// again (the idle one is shed for it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_client_is_turned_away_only_when_every_connection_is_busy() {
+    let d = TestDaemon::start_with_env(&[("GEMINID_MAX_CONNECTIONS", "2")]);
+    let c = d.client().await;
+    let session = yolo_session(&c, &d.workspace).await;
+    drop(c);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let mut busy = Vec::new();
+    for _ in 0..2 {
+        let c = d.client().await;
+        let sid = session.clone();
+        busy.push(tokio::spawn(async move {
+            call_and_wait(&c, &sid, "run_shell_command", json!({"command": "sleep 3"})).await;
+            c
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let mut turned = StdUnixStream::connect(&d.socket).expect("connect");
+    let answer = read_all(&mut turned, Duration::from_secs(5));
+    assert!(
+        answer.contains("-32005") && answer.contains("request in flight"),
+        "{answer}"
+    );
+    for call in busy {
+        call.await.expect("the busy calls finish");
+    }
+    let status = d.client().await.status().await.expect("served again");
+    assert!(status.connections <= 2, "{status:?}");
+}
