@@ -12,8 +12,15 @@ pub struct DaemonConfig {
     pub data_dir: PathBuf,
     /// How many calls of one session may execute at once.
     pub max_parallel_calls: usize,
-    /// How many connections are served at once.
+    /// How many connections are served at once (`GEMINID_MAX_CONNECTIONS`);
+    /// past it the idle are shed (`server/admission.rs`).
     pub max_connections: usize,
+    /// How long a new connection has to complete `daemon.initialize`
+    /// (`GEMINID_INITIALIZE_TIMEOUT`, seconds; default 10).
+    pub initialize_timeout: std::time::Duration,
+    /// The bytes all connections' outbound queues may hold together
+    /// (`GEMINID_OUTBOUND_BUDGET_MB`; default 64).
+    pub outbound_budget: usize,
     /// The user's Gemini directory (`~/.gemini`): global GEMINI.md,
     /// settings and policies.
     pub user_gemini_dir: PathBuf,
@@ -67,6 +74,11 @@ impl GeminiApiConfig {
 }
 
 impl DaemonConfig {
+    /// Where long shell outputs are saved, one directory per session.
+    pub fn shell_output_dir(&self) -> PathBuf {
+        self.data_dir.join("shell-output")
+    }
+
     /// Where policy comes from, for this configuration.
     pub fn policy_sources(&self) -> crate::policy::PolicySources {
         crate::policy::PolicySources {
@@ -86,7 +98,18 @@ impl DaemonConfig {
             socket: geminid_protocol::paths::default_socket(),
             data_dir: default_data_dir(),
             max_parallel_calls: 16,
-            max_connections: 1024,
+            max_connections: env_number("GEMINID_MAX_CONNECTIONS")
+                .map(|n| n as usize)
+                .unwrap_or(1024),
+            initialize_timeout: env_seconds("GEMINID_INITIALIZE_TIMEOUT")
+                .unwrap_or(std::time::Duration::from_secs(10)),
+            outbound_budget: env_number("GEMINID_OUTBOUND_BUDGET_MB")
+                .map(|mb| {
+                    usize::try_from(mb)
+                        .unwrap_or(usize::MAX)
+                        .saturating_mul(1024 * 1024)
+                })
+                .unwrap_or(crate::rpc::DEFAULT_OUTBOUND_BUDGET),
             user_gemini_dir: home().join(".gemini"),
             gemini: GeminiApiConfig::from_env(&home()),
             admin_policy_dir: env_path("GEMINID_ADMIN_POLICY_DIR")
@@ -94,11 +117,7 @@ impl DaemonConfig {
             system_settings: env_path("GEMINID_SYSTEM_SETTINGS")
                 .unwrap_or_else(|| PathBuf::from("/etc/gemini-cli/settings.json")),
             turn_limits: turn_limits_from_env(),
-            shell_timeout: std::env::var("GEMINID_SHELL_TIMEOUT")
-                .ok()
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .filter(|s| s.is_finite() && *s > 0.0)
-                .map(std::time::Duration::from_secs_f64)
+            shell_timeout: env_seconds("GEMINID_SHELL_TIMEOUT")
                 .unwrap_or(std::time::Duration::from_secs(600)),
         }
     }
@@ -124,6 +143,23 @@ fn turn_limits_from_env() -> crate::agent::TurnLimits {
         max_steps: number("GEMINID_MAX_STEPS").unwrap_or(defaults.max_steps),
         loop_threshold: number("GEMINID_LOOP_THRESHOLD").unwrap_or(defaults.loop_threshold),
     }
+}
+
+/// A positive whole number from the environment.
+fn env_number(name: &str) -> Option<u64> {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .filter(|n| *n > 0)
+}
+
+/// A positive number of seconds from the environment.
+fn env_seconds(name: &str) -> Option<std::time::Duration> {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s > 0.0)
+        .map(std::time::Duration::from_secs_f64)
 }
 
 fn env_path(name: &str) -> Option<PathBuf> {

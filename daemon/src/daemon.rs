@@ -31,6 +31,8 @@ pub struct Daemon {
     pub shutdown: CancellationToken,
     pub started: Instant,
     connections: AtomicU64,
+    /// The memory all connections' outbound queues share.
+    pub outbound: Arc<crate::rpc::OutboundBudget>,
 }
 
 impl Daemon {
@@ -71,6 +73,7 @@ impl Daemon {
             turn_limits: config.turn_limits,
             guard: guard.clone(),
             user_settings: config.user_gemini_dir.join("settings.json"),
+            shell_output: config.shell_output_dir(),
         });
         // Status changes go to the daemon's sessions, which exist only once
         // the daemon does: the callback finds it through a late-set weak link.
@@ -79,22 +82,32 @@ impl Daemon {
         let discovery = Discovery::new(
             registry.clone(),
             config.user_gemini_dir.join("settings.json"),
-            Arc::new(move |server: &str, status: &str, message: Option<&str>| {
-                let target = status_target
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .clone();
-                if let Some(daemon) = target.and_then(|w| w.upgrade()) {
-                    daemon.sessions.announce_payload(
-                        geminid_protocol::event::EventPayload::McpServerStatus {
-                            server: server.to_owned(),
-                            status: status.to_owned(),
-                            message: message.map(str::to_owned),
-                        },
-                    );
-                }
-            }),
+            Arc::new(
+                move |server: &str, scope: &str, status: &str, message: Option<&str>| {
+                    let target = status_target
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .clone();
+                    let Some(daemon) = target.and_then(|w| w.upgrade()) else {
+                        return;
+                    };
+                    let payload = geminid_protocol::event::EventPayload::McpServerStatus {
+                        server: server.to_owned(),
+                        status: status.to_owned(),
+                        message: message.map(str::to_owned),
+                    };
+                    // A workspace's server is news for the sessions of that
+                    // workspace; a user-layer server serves every session.
+                    match scope.strip_prefix("workspace:") {
+                        Some(root) => daemon
+                            .sessions
+                            .announce_payload_where(payload, |cwd| cwd == root),
+                        None => daemon.sessions.announce_payload_where(payload, |_| true),
+                    }
+                },
+            ),
         );
+        let outbound = crate::rpc::OutboundBudget::new(config.outbound_budget);
         let daemon = Arc::new(Daemon {
             config,
             sessions,
@@ -108,6 +121,7 @@ impl Daemon {
             shutdown,
             started: Instant::now(),
             connections: AtomicU64::new(0),
+            outbound,
         });
         *status_sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::downgrade(&daemon));
         daemon.watch_policy();

@@ -353,3 +353,22 @@ pub fn call_finished(done: crate::session::FinalCall) -> geminid_protocol::tool:
     }
     started
 }
+
+/// What a subscriber gets in place of a stored event that cannot be read
+/// (its bytes were damaged): an `error` event with the same seq, saying
+/// so, so the stream stays gapless and the damage is reported.
+pub fn damaged_event(
+    session_id: &str,
+    seq: u64,
+    why: &str,
+) -> Option<Box<serde_json::value::RawValue>> {
+    let event = proto::SessionEvent {
+        session_id: session_id.to_owned(),
+        seq,
+        time: 0,
+        payload: proto::EventPayload::Error {
+            message: format!("event {seq} cannot be replayed: {why}"),
+        },
+    };
+    serde_json::value::to_raw_value(&event).ok()
+}

@@ -21,6 +21,10 @@ pub const NOT_INITIALIZED: i32 = -32002;
 pub const ALREADY_INITIALIZED: i32 = -32003;
 /// A line was longer than [`crate::framing::MAX_LINE_BYTES`].
 pub const LINE_TOO_LONG: i32 = -32004;
+/// The daemon closed the connection: `daemon.initialize` did not come in
+/// time, or the daemon was at its connection limit and this connection
+/// was the idle one shed to make room.
+pub const CONNECTION_CLOSED: i32 = -32005;
 /// No session with that id.
 pub const SESSION_NOT_FOUND: i32 = -32010;
 /// No tool call with that id in the session.

@@ -12,7 +12,3 @@ pub const MAX_MESSAGE_BYTES: usize = 64 * 1024 * 1024;
 /// File contents larger than this are left out of diffs sent to clients
 /// (`FileDiff.contentsOmitted`); the unified diff itself is always there.
 pub const MAX_DIFF_CONTENT_BYTES: usize = 1024 * 1024;
-
-/// How many outbound messages the daemon queues for one connection before
-/// it treats the client as too slow.
-pub const OUTBOUND_QUEUE: usize = 4096;

@@ -138,6 +138,10 @@ pub struct DaemonStatus {
     /// system, ...); absent when it can. Commits wait while this lasts.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub store_error: Option<String>,
+    /// Bytes queued for all clients and not yet written to their sockets
+    /// (bounded by the daemon's outbound budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outbound_bytes: Option<u64>,
 }
 
 /// Result of `session.delete`, `session.cancel` and other yes/no requests.

@@ -180,4 +180,70 @@ async fn an_http_server_that_restarts_is_noticed_and_reconnected() {
             .state,
         CallState::Success
     );
+
+/// The `McpServerStatus` events of `events` for `name`.
+fn statuses_of(events: &[geminid_protocol::SessionEvent], name: &str) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| match &e.payload {
+            EventPayload::McpServerStatus { server, status, .. } if server == name => {
+                Some(status.clone())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// A server that fails at every start is retried with backoff; `mcp list`
+/// shows its state, and each loaded session is told once that it is
+/// down, not at every attempt (before: `connecting` and `disconnected`
+/// in every loaded session, every attempt, for the life of the daemon). A
+/// workspace's server is news only for that workspace's sessions.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_failing_server_is_announced_once_and_only_where_it_is_used() {
+    let failing = json!({"command": "sh", "args": ["-c", "exit 3"]});
+    let d = daemon_with_settings(&json!({"mcpServers": {"broken": failing}}));
+    let c = d.client().await;
+    let here = session(&c, &d, ApprovalMode::Yolo).await;
+    let other_ws = d.dir.path().join("other");
+    std::fs::create_dir_all(other_ws.join(".gemini")).unwrap();
+    std::fs::write(
+        other_ws.join(".gemini/settings.json"),
+        json!({"mcpServers": {"wsbroken": failing}}).to_string(),
+    )
+    .unwrap();
+    let there = c
+        .create_session(
+            other_ws.display().to_string(),
+            Some(ApprovalMode::Yolo),
+            None,
+            Some(false),
+            None,
+        )
+        .await
+        .expect("session")
+        .session_id;
+    // Backoff 1, 2, 4 s: at least three attempts of each server.
+    tokio::time::sleep(Duration::from_secs(9)).await;
+    let list = c.list_mcp().await.unwrap();
+    assert_eq!(server(&list, "broken").status, "disconnected", "{list:#?}");
+    for (sid, sees, never) in [(&here, "broken", "wsbroken"), (&there, "wsbroken", "")] {
+        let last = c.get_session(sid.clone()).await.unwrap().last_seq;
+        let mut sub = c.subscribe_session(sid.clone(), Some(0)).await.unwrap();
+        let events = collect_until(&mut sub, |e| e.seq >= last).await;
+        let told = statuses_of(&events, sees);
+        println!("session in {sid}: {sees}: {told:?}");
+        assert!(
+            told.len() <= 1,
+            "{sees} announced {} times: {told:?}",
+            told.len()
+        );
+        assert!(told.iter().all(|s| s == "disconnected"), "{told:?}");
+        if !never.is_empty() {
+            assert!(
+                statuses_of(&events, never).is_empty(),
+                "{never} announced to a session of another workspace"
+            );
+        }
+    }
 }

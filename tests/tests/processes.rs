@@ -254,3 +254,67 @@ async fn no_stdio_mcp_server_outlives_the_daemon() {
         none_left(&m, 5).await;
     }
 }
+
+/// kill -9 of the daemon while a shell call streams: the command, its
+/// background jobs (every kind, `setsid` and double forks included) and
+/// the jobs of a command that had finished keep running, as nothing is
+/// left to end them; the next daemon on that data dir ends them all when
+/// it starts (their `GEMINID_RUN` marker names the dead daemon's pid).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_next_start_ends_what_a_killed_daemon_left_running() {
+    let mut d = TestDaemon::start();
+    let c = d.client().await;
+    let sid = yolo_session(&c, &d.workspace).await;
+    let left = marker("kill9-left");
+    let done = call_and_wait(
+        &c,
+        &sid,
+        "run_shell_command",
+        json!({"command": format!(
+            "setsid bash -c 'exec -a {left}-job sleep 1000' >/dev/null 2>&1 & echo started"
+        )}),
+    )
+    .await;
+    assert_eq!(done.outcome.unwrap().state, CallState::Success);
+    wait_for(&left, 5, "the job did not start", |f| f.len() == 1).await;
+    let streaming = marker("kill9-streaming");
+    let m = &streaming;
+    let command = format!(
+        "exec -a {m}-bg sleep 1000 & \
+         nohup bash -c 'exec -a {m}-nohup sleep 1000' >/dev/null 2>&1 & \
+         setsid bash -c 'exec -a {m}-setsid sleep 1000' >/dev/null 2>&1 & \
+         ( setsid bash -c 'exec -a {m}-orphan sleep 1000' >/dev/null 2>&1 & ) ; \
+         bash -c \"trap '' TERM; exec -a {m}-trap sleep 1000\" >/dev/null 2>&1 & \
+         exec -a {m}-fg bash -c 'while true; do echo tick; sleep 0.05; done'"
+    );
+    c.call_tool(
+        sid.clone(),
+        "run_shell_command".into(),
+        Some(json!({"command": command})),
+        Some(false),
+    )
+    .await
+    .unwrap();
+    all_started(&streaming).await;
+    drop(c);
+    d.kill9();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(
+        !pgrep(&streaming).is_empty(),
+        "the commands should outlive a kill -9"
+    );
+    assert_eq!(pgrep(&left).len(), 1);
+
+    let restarted = Instant::now();
+    d.spawn();
+    none_left(&streaming, 10).await;
+    none_left(&left, 10).await;
+    println!(
+        "after kill -9, the next start ended the leftovers within {:?}",
+        restarted.elapsed()
+    );
+    // The interrupted call is reported as such.
+    let c = d.client().await;
+    let info = c.get_session(sid.clone()).await.unwrap();
+    assert!(info.last_seq > 0);
+}

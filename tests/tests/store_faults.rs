@@ -270,3 +270,158 @@ async fn a_read_only_data_dir_fails_the_start_clearly() {
     assert_eq!(store_error(&c).await, None);
     assert!(c.get_session(sid).await.is_ok(), "the session survived");
 }
+
+/// The data directory removed while the daemon runs: the log's file is
+/// gone, so nothing written now could survive a restart, and nothing is
+/// acknowledged (a call waits, its commit retried every second), while
+/// `daemon.status` keeps answering and says why.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_deleted_data_dir_acknowledges_nothing_and_status_says_why() {
+    let mut d = TestDaemon::start();
+    let c = d.client().await;
+    let sid = yolo_session(&c, &d.workspace).await;
+    let before = call_and_wait(
+        &c,
+        &sid,
+        "run_shell_command",
+        json!({"command": "echo before"}),
+    )
+    .await;
+    assert_eq!(before.outcome.unwrap().state, CallState::Success);
+
+    std::fs::remove_dir_all(&d.data_dir).unwrap();
+    let waiting = call_in_background(d.client().await, &sid, "during");
+    let created = {
+        let c = d.client().await;
+        let ws = d.workspace.display().to_string();
+        tokio::spawn(async move { c.create_session(ws, None, None, None, None).await })
+    };
+    for _ in 0..6 {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let problem = store_error(&c).await;
+        assert!(problem.is_some(), "status does not show the fault");
+    }
+    println!("deleted data dir: storeError = {:?}", store_error(&c).await);
+    assert!(
+        !waiting.is_finished(),
+        "a call was answered that cannot be durable"
+    );
+    if created.is_finished() {
+        let answer = created.await.unwrap();
+        assert!(answer.is_err(), "session.create acknowledged: {answer:?}");
+    }
+    waiting.abort();
+    d.kill9();
+}
+
+/// 64 bytes of noise over the middle of a session's event file, at eight
+/// places: after a restart every intact event is replayed, each lost one
+/// is an `error` event with its seq that says where the damage is (the
+/// stream stays gapless), and the session goes on taking calls.
+#[tokio::test(flavor = "multi_thread")]
+async fn damage_in_an_event_file_loses_only_what_it_touches() {
+    let mut d = TestDaemon::start();
+    let c = d.client().await;
+    let sid = yolo_session(&c, &d.workspace).await;
+    for i in 0..40 {
+        let cmd = format!("echo line-{i}");
+        call_and_wait(&c, &sid, "run_shell_command", json!({"command": cmd})).await;
+    }
+    let last = c.get_session(sid.clone()).await.unwrap().last_seq;
+    drop(c);
+    d.terminate();
+    let file = d.data_dir.join("events").join(&sid);
+    let whole = std::fs::read(&file).unwrap();
+    let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut total_lost = 0;
+    for round in 0..8 {
+        let mut bytes = whole.clone();
+        // Anywhere in the middle half, or (odd rounds) over an entry's
+        // header (`seq u64 BE | length u64 BE | bytes`).
+        let mut at = bytes.len() / 4 + (next() as usize % (bytes.len() / 2));
+        if round % 2 == 1 {
+            let headers = entry_offsets(&whole);
+            let middle: Vec<usize> = headers
+                .into_iter()
+                .filter(|o| *o > whole.len() / 4 && *o < whole.len() * 3 / 4)
+                .collect();
+            at = middle[next() as usize % middle.len()].saturating_sub(next() as usize % 24);
+        }
+        for b in &mut bytes[at..at + 64] {
+            *b = next() as u8;
+        }
+        std::fs::write(&file, &bytes).unwrap();
+        d.spawn();
+        let c = d.client().await;
+        let info = c.get_session(sid.clone()).await.expect("the session loads");
+        assert_eq!(info.last_seq, last, "round {round}");
+        let mut sub = c.subscribe_session(sid.clone(), Some(0)).await.unwrap();
+        let events = collect_until(&mut sub, |e| e.seq >= last).await;
+        let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+        assert_eq!(
+            seqs,
+            (1..=last).collect::<Vec<_>>(),
+            "round {round}: gapless"
+        );
+        let lost: Vec<&str> = events
+            .iter()
+            .filter_map(|e| match &e.payload {
+                geminid_protocol::EventPayload::Error { message } => Some(message.as_str()),
+                _ => None,
+            })
+            .collect();
+        assert!(
+            !lost.is_empty(),
+            "round {round}: the damage was not reported"
+        );
+        assert!(lost.len() <= 3, "round {round}: {lost:#?}");
+        assert!(
+            lost.iter().all(|m| m.contains("cannot be replayed")),
+            "{lost:#?}"
+        );
+        println!(
+            "round {round}: damage at byte {at}: {} of {last} events lost: {}",
+            lost.len(),
+            lost[0]
+        );
+        total_lost += lost.len();
+        // Still usable: a new call is stored and replayed after the damage.
+        let done = call_and_wait(
+            &c,
+            &sid,
+            "run_shell_command",
+            json!({"command": "echo after"}),
+        )
+        .await;
+        assert_eq!(done.outcome.unwrap().state, CallState::Success);
+        let now = c.get_session(sid.clone()).await.unwrap().last_seq;
+        let mut sub = c.subscribe_session(sid.clone(), Some(last)).await.unwrap();
+        let after = collect_until(&mut sub, |e| e.seq >= now).await;
+        assert!(serde_json::to_string(&after).unwrap().contains("after"));
+        drop(c);
+        d.terminate();
+        std::fs::write(&file, &whole).unwrap();
+    }
+    println!(
+        "8 rounds of 64 damaged bytes: {total_lost} events lost of {}",
+        8 * last
+    );
+}
+
+/// Where each entry of an event file begins.
+fn entry_offsets(file: &[u8]) -> Vec<usize> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at + 16 <= file.len() {
+        out.push(at);
+        let len = u64::from_be_bytes(file[at + 8..at + 16].try_into().unwrap()) as usize;
+        at += 16 + len;
+    }
+    out
+}

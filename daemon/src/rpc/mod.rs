@@ -4,6 +4,7 @@
 mod answer;
 mod error;
 mod mcp;
+mod outbound;
 mod policy;
 mod subscribe;
 mod turn;
@@ -28,6 +29,7 @@ use serde_json::Value;
 
 pub use answer::{AnswerSlot, SplitResult};
 pub use error::rpc_error;
+pub use outbound::{DEFAULT_OUTBOUND_BUDGET, Meter, OutboundBudget};
 pub use subscribe::ConnectionContext;
 
 use crate::daemon::{Daemon, rss_bytes};
@@ -96,11 +98,20 @@ impl GeminidApiServer for RpcHandler {
 
     async fn status(&self) -> RpcResult<DaemonStatus> {
         let d = &self.daemon;
-        let sessions_total = d
-            .sessions
-            .store()
-            .count_sessions()
-            .map_err(crate::session::SessionError::from)? as u64;
+        // Status always answers: a store that cannot be read now is
+        // reported, and the sessions counted are the loaded ones.
+        let mut store_error = d.store_problem();
+        let sessions_total = match d.sessions.store().count_sessions() {
+            Ok(n) => n as u64,
+            Err(e) => {
+                let read = format!("the session store cannot be read now: {e}");
+                store_error = Some(match store_error {
+                    Some(problem) => format!("{problem}; {read}"),
+                    None => read,
+                });
+                d.sessions.loaded_count() as u64
+            }
+        };
         Ok(DaemonStatus {
             daemon_version: env!("CARGO_PKG_VERSION").to_owned(),
             pid: std::process::id(),
@@ -113,7 +124,8 @@ impl GeminidApiServer for RpcHandler {
             tools: d.registry.len() as u64,
             rss_bytes: rss_bytes(),
             model: Some(wire::model_status(&d.model.config(None))),
-            store_error: d.store_problem(),
+            store_error,
+            outbound_bytes: Some(d.outbound.total() as u64),
         })
     }
 

@@ -7,6 +7,7 @@
 //! altogether is dropped after [`SLOW_CLIENT_TIMEOUT`]; it can resubscribe
 //! with `sinceSeq`.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use geminid_protocol::event::SubscriptionClosed;
@@ -16,6 +17,7 @@ use serde_json::value::RawValue;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
+use super::outbound::Meter;
 use crate::session::Subscription;
 use crate::store::Store;
 
@@ -41,6 +43,8 @@ pub struct ConnectionContext {
     /// the grace for requests already read is over, or the daemon stops
     /// serving it): work done only for this client (`mcp.probe`) stops.
     pub closed: CancellationToken,
+    /// The bytes queued for this client (`rpc/outbound.rs`).
+    pub outbound: Arc<Meter>,
 }
 
 enum Stop {
@@ -56,6 +60,8 @@ struct Forwarder {
     store: Store,
     session_id: String,
     sink: SubscriptionSink,
+    /// The connection's queued bytes; `None` outside a connection.
+    outbound: Option<Arc<Meter>>,
     /// The last seq delivered.
     last: u64,
 }
@@ -72,6 +78,7 @@ pub async fn forward(
         store,
         session_id,
         sink,
+        outbound: connection.as_ref().map(|c| c.outbound.clone()),
         last: since,
     };
     let stop = f.run(subscription).await;
@@ -159,7 +166,7 @@ impl Forwarder {
             let chunk_end = upto.min(self.last + REPLAY_CHUNK);
             let events = self
                 .store
-                .events(&self.session_id, self.last, chunk_end)
+                .events_or_damage(&self.session_id, self.last, chunk_end)
                 .map_err(|e| Stop::Closed(format!("session store failed: {e}")))?;
             if events.is_empty() {
                 return Err(Stop::Closed(format!(
@@ -167,7 +174,18 @@ impl Forwarder {
                     self.last + 1
                 )));
             }
-            for (seq, json) in events {
+            for (seq, event) in events {
+                // A damaged event is replaced by an `error` event saying so:
+                // what is intact is still replayed, in order.
+                let json = match event {
+                    Ok(json) => json,
+                    Err(why) => {
+                        tracing::warn!(session = %self.session_id, seq, "{why}");
+                        crate::wire::damaged_event(&self.session_id, seq, &why).ok_or_else(
+                            || Stop::Closed(format!("event {seq} cannot be replayed: {why}")),
+                        )?
+                    }
+                };
                 self.send(seq, json).await?;
             }
         }
@@ -175,6 +193,14 @@ impl Forwarder {
     }
 
     async fn send(&mut self, seq: u64, json: Box<RawValue>) -> Result<(), Stop> {
+        // Queue only what fits in the connection's share of the outbound
+        // budget; meanwhile the live stream goes on without this client,
+        // which catches up from the store once it reads again.
+        if let Some(meter) = &self.outbound
+            && !meter.wait_room(json.get().len(), SLOW_CLIENT_TIMEOUT).await
+        {
+            return Err(Stop::TooSlow);
+        }
         match self
             .sink
             .send_timeout(SubscriptionMessage::from(json), SLOW_CLIENT_TIMEOUT)

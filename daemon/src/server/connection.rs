@@ -8,7 +8,7 @@
 
 use futures::StreamExt;
 use geminid_protocol::error as code;
-use geminid_protocol::framing::{MAX_LINE_BYTES, OUTBOUND_QUEUE};
+use geminid_protocol::framing::MAX_LINE_BYTES;
 use jsonrpsee::Extensions;
 use jsonrpsee::core::id_providers::RandomIntegerIdProvider;
 use jsonrpsee::core::server::helpers::MethodSink;
@@ -25,9 +25,16 @@ use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::admission::Activity;
 use super::framing::{Frame, LineFramer};
-use crate::rpc::{AnswerSlot, ConnectionContext, SplitResult};
+use crate::rpc::{AnswerSlot, ConnectionContext, Meter, OutboundBudget, SplitResult};
+use std::sync::Arc;
 use std::time::Duration;
+
+/// Messages handed to the pump and not yet counted (`rpc/outbound.rs`):
+/// few, so that a sender cannot get far ahead of the count while the pump
+/// waits for a core.
+const HANDOFF_QUEUE: usize = 16;
 
 /// Subscriptions one connection may hold at once.
 const MAX_SUBSCRIPTIONS: u32 = 1024;
@@ -39,6 +46,12 @@ pub struct Connection {
     pub methods: Methods,
     /// Fired when the daemon stops serving connections.
     pub shutdown: CancellationToken,
+    /// The memory all connections' outbound queues share.
+    pub outbound: Arc<OutboundBudget>,
+    /// What the connection does, for the admission's shedding.
+    pub activity: Arc<Activity>,
+    /// How long the client has to complete `daemon.initialize`.
+    pub initialize_timeout: Duration,
 }
 
 /// How long answers to requests already read may take once the connection
@@ -48,25 +61,32 @@ const CLOSE_GRACE: Duration = Duration::from_secs(5);
 impl Connection {
     pub async fn serve(self, stream: UnixStream) {
         let (read, write) = stream.into_split();
-        let (tx, rx) = mpsc::channel::<Box<RawValue>>(OUTBOUND_QUEUE);
+        let (tx, rx) = mpsc::channel::<Box<RawValue>>(HANDOFF_QUEUE);
         let sink = MethodSink::new_with_limit(tx, MAX_RESPONSE_BYTES as u32);
-        let (split_tx, split_rx) = mpsc::channel::<SplitAnswer>(OUTBOUND_QUEUE);
+        let (split_tx, split_rx) = mpsc::channel::<SplitAnswer>(HANDOFF_QUEUE);
         // `kill` drops the client at once (it stopped reading); `close` lets
         // the writer drain what is queued and end.
         let kill = CancellationToken::new();
         let close = CancellationToken::new();
         let closed = CancellationToken::new();
         let requests = TaskTracker::new();
-        let writer = tokio::spawn(write_loop(
-            write,
+        // Everything queued for the client is counted (`rpc/outbound.rs`):
+        // the pump takes messages from jsonrpsee's queue as they come and
+        // counts them, the writer uncounts them as they are written.
+        let meter = self.outbound.meter();
+        let (counted_tx, counted_rx) = mpsc::unbounded_channel();
+        let pump = tokio::spawn(pump(
             Outbox {
                 rx,
                 split_rx,
                 split_first: false,
             },
+            counted_tx,
+            meter.clone(),
             kill.clone(),
             close.clone(),
         ));
+        let writer = tokio::spawn(write_loop(write, counted_rx, meter.clone(), kill.clone()));
 
         let mut extensions = Extensions::new();
         extensions.insert(ConnectionId(self.id as usize));
@@ -76,6 +96,7 @@ impl Connection {
             disconnect: kill.clone(),
             closed: closed.clone(),
             client_name: Default::default(),
+            outbound: meter.clone(),
         });
         let mut state = State {
             methods: self.methods,
@@ -86,12 +107,44 @@ impl Connection {
             conn_id: ConnectionId(self.id as usize),
             initialized: false,
             requests: requests.clone(),
+            activity: self.activity.clone(),
         };
+        let initialize_by = tokio::time::Instant::now() + self.initialize_timeout;
         let mut frames = FramedRead::new(read, LineFramer::new(MAX_LINE_BYTES));
         loop {
+            // A client that does not read its answers gets no more read
+            // from it until it does.
+            if meter.over_share() {
+                tokio::select! {
+                    () = kill.cancelled() => break,
+                    () = self.shutdown.cancelled() => break,
+                    () = meter.wait_within_share() => {}
+                }
+            }
             let frame = tokio::select! {
                 () = kill.cancelled() => break,
                 () = self.shutdown.cancelled() => break,
+                () = self.activity.shed.cancelled() => {
+                    tracing::info!(conn = self.id, "shed an idle connection: the daemon is at its connection limit");
+                    state.reply_error(
+                        Id::Null,
+                        code::CONNECTION_CLOSED,
+                        "the daemon is at its connection limit and closed this idle connection",
+                    ).await;
+                    break;
+                }
+                () = tokio::time::sleep_until(initialize_by), if !state.initialized => {
+                    tracing::debug!(conn = self.id, "closed a connection that did not initialize in time");
+                    state.reply_error(
+                        Id::Null,
+                        code::CONNECTION_CLOSED,
+                        format!(
+                            "daemon.initialize did not come within {:?}; connection closed",
+                            self.initialize_timeout
+                        ),
+                    ).await;
+                    break;
+                }
                 frame = frames.next() => frame,
             };
             match frame {
@@ -139,6 +192,9 @@ impl Connection {
         if tokio::time::timeout(CLOSE_GRACE, writer).await.is_err() {
             kill.cancel();
         }
+        let _ = pump.await;
+        // Whatever still holds the meter, the queue is gone.
+        meter.close();
     }
 }
 
@@ -152,6 +208,7 @@ struct State {
     conn_id: ConnectionId,
     initialized: bool,
     requests: TaskTracker,
+    activity: Arc<Activity>,
 }
 
 impl State {
@@ -202,6 +259,7 @@ impl State {
                 .await;
         }
         let params = Params::new(request.params.as_ref().map(|p| p.get())).into_owned();
+        let in_flight = self.activity.request();
         let Some((_, callback)) = self.methods.method_with_name(&method) else {
             return self
                 .reply_error(
@@ -227,6 +285,9 @@ impl State {
                     // The handshake is answered in order, before anything else.
                     let response = future.await;
                     self.initialized = response.is_success();
+                    if self.initialized {
+                        self.activity.initialized();
+                    }
                     send_response(&self.sink, response, params_text.as_deref()).await;
                 } else {
                     // Other calls (some wait for a tool) must not hold up the
@@ -235,6 +296,7 @@ impl State {
                     let split = self.split.clone();
                     self.requests.spawn(async move {
                         let response = future.await;
+                        drop(in_flight);
                         match slot.take() {
                             Some(result) => {
                                 let answer = SplitAnswer {
@@ -268,7 +330,9 @@ impl State {
                 let response = cb(id, params, self.sink.clone(), state, ext).await;
                 // Accepted and rejected subscriptions were answered through
                 // the sink already; anything else was not.
-                if !response.is_subscription() {
+                if response.is_subscription() {
+                    self.activity.subscribed();
+                } else {
                     send_response(&self.sink, response, params_text.as_deref()).await;
                 }
             }
@@ -368,6 +432,18 @@ enum Outbound {
     Split(SplitAnswer),
 }
 
+impl Outbound {
+    /// The memory the message holds (what the outbound budget counts).
+    fn bytes(&self) -> usize {
+        match self {
+            Outbound::Json(json) => json.get().len(),
+            Outbound::Split(SplitAnswer { result, .. }) => {
+                result.head.len() + result.shared.get().len() + result.tail.len()
+            }
+        }
+    }
+}
+
 impl Outbox {
     /// The next message, once one is queued; None when both queues are
     /// closed and empty.
@@ -392,15 +468,16 @@ impl Outbox {
     }
 }
 
-/// Drains the outbound queues onto the socket, flushing when they run dry.
-/// Ends on `kill` at once, or on `close` once the queues are empty.
-async fn write_loop(
-    write: OwnedWriteHalf,
+/// Moves messages from the outbound queues into the counted queue as soon
+/// as they arrive, counting their bytes. Ends on `kill` at once, or on
+/// `close` once the queues are empty.
+async fn pump(
     mut outbox: Outbox,
+    counted: mpsc::UnboundedSender<Outbound>,
+    meter: Arc<Meter>,
     kill: CancellationToken,
     close: CancellationToken,
 ) {
-    let mut out = BufWriter::with_capacity(64 * 1024, write);
     loop {
         let message = tokio::select! {
             biased;
@@ -409,13 +486,52 @@ async fn write_loop(
             () = close.cancelled() => None,
         };
         let Some(message) = message else {
+            return;
+        };
+        let bytes = message.bytes();
+        meter.add(bytes);
+        if counted.send(message).is_err() {
+            meter.sub(bytes);
+            return;
+        }
+        while let Some(message) = outbox.try_next() {
+            let bytes = message.bytes();
+            meter.add(bytes);
+            if counted.send(message).is_err() {
+                meter.sub(bytes);
+                return;
+            }
+        }
+    }
+}
+
+/// Drains the counted queue onto the socket, flushing when it runs dry.
+/// Ends on `kill` at once, or once the pump has ended and the queue is
+/// empty.
+async fn write_loop(
+    write: OwnedWriteHalf,
+    mut queue: mpsc::UnboundedReceiver<Outbound>,
+    meter: Arc<Meter>,
+    kill: CancellationToken,
+) {
+    let mut out = BufWriter::with_capacity(64 * 1024, write);
+    loop {
+        let message = tokio::select! {
+            biased;
+            () = kill.cancelled() => return,
+            message = queue.recv() => message,
+        };
+        let Some(message) = message else {
             break;
         };
         let mut written = write_message(&mut out, &message).await;
+        meter.sub(message.bytes());
+        drop(message);
         while written.is_ok()
-            && let Some(message) = outbox.try_next()
+            && let Ok(message) = queue.try_recv()
         {
             written = write_message(&mut out, &message).await;
+            meter.sub(message.bytes());
         }
         if written.is_err() || out.flush().await.is_err() {
             // The client is gone: stop everything that writes to it.

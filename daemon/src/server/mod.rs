@@ -4,6 +4,7 @@
 //! running calls and persist their outcome, flush the store, close the
 //! connections, exit 0.
 
+mod admission;
 mod connection;
 mod framing;
 mod invalid_params;
@@ -14,7 +15,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::net::UnixStream;
-use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
@@ -57,6 +57,9 @@ pub async fn run(mut config: DaemonConfig) -> Result<(), RunError> {
         None => listener::bind(&config.socket).await?,
     };
     let daemon = Daemon::open(config, shutdown)?;
+    // The data dir is ours now: what a daemon killed before left running
+    // on it ends before anything new starts.
+    crate::tools::builtin::shell_reap::reap_previous_run(&daemon.config.data_dir).await;
     crate::heap::keep_large_buffers();
     serve(daemon, listening).await
 }
@@ -79,19 +82,13 @@ pub async fn serve(daemon: Arc<Daemon>, listening: listener::Listening) -> Resul
     let connections_stop = CancellationToken::new();
     let connections = TaskTracker::new();
     let methods = rpc::methods(daemon.clone());
-    let limit = Arc::new(Semaphore::new(daemon.config.max_connections));
+    let admission = admission::Admission::new(daemon.config.max_connections);
+    let outbound = daemon.outbound.clone();
     let next_id = AtomicU64::new(1);
     let my_uid = rustix::process::getuid().as_raw();
     let mut backoff = Duration::from_millis(10);
 
     loop {
-        let permit = tokio::select! {
-            () = daemon.shutdown.cancelled() => break,
-            permit = limit.clone().acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_) => break,
-            },
-        };
         let accepted = tokio::select! {
             () = daemon.shutdown.cancelled() => break,
             accepted = listening.listener.accept() => accepted,
@@ -113,10 +110,19 @@ pub async fn serve(daemon: Arc<Daemon>, listening: listener::Listening) -> Resul
             continue;
         }
         let id = next_id.fetch_add(1, Ordering::Relaxed);
+        // The new connection is always served unless every other one has
+        // a request in flight; an idle one makes room instead.
+        let Some(admitted) = admission.admit(id) else {
+            turn_away(&stream, daemon.config.max_connections);
+            continue;
+        };
         let conn = connection::Connection {
             id,
             methods: methods.clone(),
             shutdown: connections_stop.clone(),
+            outbound: outbound.clone(),
+            activity: admitted.activity.clone(),
+            initialize_timeout: daemon.config.initialize_timeout,
         };
         let daemon = daemon.clone();
         connections.spawn(async move {
@@ -125,7 +131,7 @@ pub async fn serve(daemon: Arc<Daemon>, listening: listener::Listening) -> Resul
             conn.serve(stream).await;
             tracing::debug!(conn = id, "client disconnected");
             daemon.connection_closed();
-            drop(permit);
+            drop(admitted);
         });
     }
 
@@ -158,6 +164,24 @@ pub async fn serve(daemon: Arc<Daemon>, listening: listener::Listening) -> Resul
     }
     tracing::info!("geminid stopped");
     Ok(())
+}
+
+/// Tells a connection the daemon cannot take that it is full, and drops it.
+fn turn_away(stream: &UnixStream, max: usize) {
+    tracing::warn!(
+        max,
+        "turned a connection away: every connection has a request in flight"
+    );
+    let error = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": null,
+        "error": {
+            "code": geminid_protocol::error::CONNECTION_CLOSED,
+            "message": format!("the daemon serves {max} connections and every one has a request in flight; try again"),
+        },
+    });
+    // Best effort: a new socket's buffer takes one short line.
+    let _ = stream.try_write(format!("{error}\n").as_bytes());
 }
 
 /// Refuses peers running as another user (SO_PEERCRED).

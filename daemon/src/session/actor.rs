@@ -82,6 +82,9 @@ pub struct ActorDeps {
     pub guard: Arc<crate::safety::Guard>,
     /// The user's settings file, read for each session's tool settings.
     pub user_settings: std::path::PathBuf,
+    /// Where sessions' long shell outputs are saved, one directory per
+    /// session (removed with the session).
+    pub shell_output: std::path::PathBuf,
 }
 
 pub(super) struct Actor {
@@ -135,7 +138,8 @@ pub fn spawn(
     for problem in problems {
         tracing::warn!(session = %record.id, "settings: {problem}");
     }
-    let ctx = ToolContext::pinned(root, Vec::new(), settings);
+    let mut ctx = ToolContext::pinned(root, Vec::new(), settings);
+    ctx.session_id = Some(record.id.clone());
     let last_seq = deps.store.last_seq(&record.id)?;
     let interrupted = deps.store.open_calls(&record.id)?;
     let pending_prompts = deps.store.pending_prompts(&record.id)?;
@@ -144,6 +148,7 @@ pub fn spawn(
     let (events, _) = broadcast::channel(BROADCAST_CAPACITY);
     let handle = SessionHandle {
         id: record.id.clone(),
+        cwd: record.cwd.clone(),
         commands: commands_tx,
     };
     let mut actor = Actor {

@@ -124,6 +124,8 @@ pub(super) enum Command {
 #[derive(Clone)]
 pub struct SessionHandle {
     pub id: String,
+    /// The session's workspace root, as created.
+    pub cwd: String,
     pub(super) commands: mpsc::Sender<Command>,
 }
 

@@ -199,11 +199,15 @@ impl SessionManager {
         }
     }
 
-    /// Records `payload` in every loaded session (without waiting; a busy
-    /// session drops it). Used for daemon-wide news such as MCP server
-    /// status changes.
-    pub fn announce_payload(&self, payload: geminid_protocol::event::EventPayload) {
-        for handle in self.lock().values() {
+    /// Records `payload` in every loaded session whose workspace (`cwd`)
+    /// `to` accepts (without waiting; a busy session drops it). Used for
+    /// news such as MCP server status changes.
+    pub fn announce_payload_where(
+        &self,
+        payload: geminid_protocol::event::EventPayload,
+        to: impl Fn(&str) -> bool,
+    ) {
+        for handle in self.lock().values().filter(|h| to(&h.cwd)) {
             handle.announce(payload.clone());
         }
     }
@@ -216,6 +220,16 @@ impl SessionManager {
         self.lock().remove(id);
         self.deps.store.delete_session(id)?;
         self.deps.store.flush().await?;
+        // What the session's calls saved outside the store goes with it.
+        let spill =
+            crate::tools::builtin::shell_output::session_spill_dir(&self.deps.shell_output, id);
+        match std::fs::remove_dir_all(&spill) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                tracing::warn!(session = %id, dir = %spill.display(), error = %e, "cannot remove the session's saved shell output");
+            }
+        }
         Ok(())
     }
 

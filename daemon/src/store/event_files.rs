@@ -26,6 +26,17 @@
 //! skips every event whose seq the file already holds, so a replayed step
 //! is never stored twice.
 //!
+//! **Damage.** Bytes changed in the middle of a file (a disk error, a
+//! stray write) do not make the rest unreadable. The walk expects each
+//! entry's seq to follow the last one; where a header does not (or its
+//! length runs past the end), it looks for the next offset where a header
+//! with a later seq begins whose entry ends at the end of the file or at
+//! the header of the seq after it, and notes the bytes between as a
+//! damaged range with the seqs it lost. Reads skip damaged ranges and name
+//! the lost seqs ([`EventFiles::damaged`]); an entry whose bytes are not an
+//! event is reported by the reader (`reads.rs`). When nothing whole
+//! follows, the end is a torn entry, as after a crash.
+//!
 //! **Reads** go through a small index per session (built on first use by
 //! walking the entry headers): the end of the last whole entry, the last
 //! seq, and a mark (seq, offset) every [`MARK_EVERY`] bytes, so a replay
@@ -72,7 +83,22 @@ struct Index {
     /// `(seq, offset)` of an entry every [`MARK_EVERY`] bytes or so, the
     /// first entry's included.
     marks: Vec<(u64, u64)>,
+    /// Byte ranges that hold no whole entry, in file order.
+    damaged: Vec<Damaged>,
 }
+
+/// Bytes of an event file that hold no whole entry, and the seqs lost in
+/// them (`first_seq..=last_seq`, empty when none is known to be).
+#[derive(Debug, Clone, PartialEq)]
+struct Damaged {
+    start: u64,
+    end: u64,
+    first_seq: u64,
+    last_seq: u64,
+}
+
+/// The largest jump of seq the walk accepts when it looks past damage.
+const MAX_SEQ_GAP: u64 = 1 << 16;
 
 impl Index {
     /// Notes an entry written at `offset`.
@@ -215,8 +241,13 @@ impl EventFiles {
         upto: u64,
         mut each: impl FnMut(u64, &[u8]) -> Result<(), StoreError>,
     ) -> Result<(), StoreError> {
-        let (start, end, last) = self.with_index(id, |index| {
-            Ok((index.start_after(since), index.len, index.last_seq))
+        let (start, end, last, damaged) = self.with_index(id, |index| {
+            Ok((
+                index.start_after(since),
+                index.len,
+                index.last_seq,
+                index.damaged.clone(),
+            ))
         })?;
         if since >= last || since >= upto {
             return Ok(());
@@ -229,7 +260,14 @@ impl EventFiles {
         };
         let mut reader = Entries::new(file, start, end).map_err(|e| self.io(id, e))?;
         let mut bytes = Vec::new();
-        while let Some((seq, len)) = reader.header().map_err(|e| self.io(id, e))? {
+        loop {
+            if let Some(d) = damaged.iter().find(|d| d.start == reader.at) {
+                reader.seek_to(d.end).map_err(|e| self.io(id, e))?;
+                continue;
+            }
+            let Some((seq, len)) = reader.header().map_err(|e| self.io(id, e))? else {
+                break;
+            };
             if seq > upto {
                 break;
             }
@@ -241,6 +279,36 @@ impl EventFiles {
             each(seq, &bytes)?;
         }
         Ok(())
+    }
+
+    /// The seqs with `since < seq <= upto` lost in damaged bytes of the
+    /// session's file, each with what is known of the damage.
+    pub fn damaged(
+        &self,
+        id: &str,
+        since: u64,
+        upto: u64,
+    ) -> Result<Vec<(u64, String)>, StoreError> {
+        let path = self.path(id);
+        self.with_index(id, |index| {
+            let mut out = Vec::new();
+            for d in &index.damaged {
+                for seq in d.first_seq.max(since + 1)..=d.last_seq.min(upto) {
+                    out.push((
+                        seq,
+                        format!(
+                            "bytes {}..{} of {} are damaged (events {}..={} lost)",
+                            d.start,
+                            d.end,
+                            path.display(),
+                            d.first_seq,
+                            d.last_seq
+                        ),
+                    ));
+                }
+            }
+            Ok(out)
+        })
     }
 
     /// Removes the session's file and index. Run on the apply thread, so
@@ -316,8 +384,8 @@ impl EventFiles {
     }
 }
 
-/// Walks a file's entry headers: its index, or `Ok(Err(_))` when an entry
-/// before the last is malformed (seqs out of order), which no crash makes.
+/// Walks a file's entry headers: its index (damaged ranges noted, see the
+/// module's comment).
 fn walk(path: &Path, id: &str) -> std::io::Result<Result<Index, StoreError>> {
     let file = match File::open(path) {
         Ok(file) => file,
@@ -329,29 +397,123 @@ fn walk(path: &Path, id: &str) -> std::io::Result<Result<Index, StoreError>> {
     let mut index = Index::default();
     loop {
         let offset = reader.at;
-        let Some((seq, len)) = reader.header()? else {
-            break;
-        };
-        if size - reader.at < len {
-            // Cut inside its bytes.
-            reader.at = offset;
+        let header = reader.header()?;
+        if let Some((seq, len)) = header {
+            let fits = size - reader.at >= len;
+            let follows =
+                seq > index.last_seq && (index.last_seq == 0 || seq == index.last_seq + 1);
+            if fits && follows {
+                reader.skip(len)?;
+                index.note(seq, offset);
+                continue;
+            }
+        }
+        if size - offset == 0 {
             break;
         }
-        if seq <= index.last_seq {
-            return Ok(Err(StoreError::Corrupt {
-                key: format!("{id}/{seq}"),
-                source: serde::de::Error::custom(format!(
-                    "the event file has seq {seq} after seq {}",
-                    index.last_seq
-                )),
-            }));
+        match resync(reader.file(), offset, size, index.last_seq)? {
+            Some((at, seq, len)) => {
+                if at > offset {
+                    tracing::warn!(
+                        session = id,
+                        from = offset,
+                        to = at,
+                        lost = ?(index.last_seq + 1..seq),
+                        "damaged bytes in a session's event file; the events after them are read"
+                    );
+                    index.damaged.push(Damaged {
+                        start: offset,
+                        end: at,
+                        first_seq: index.last_seq + 1,
+                        last_seq: seq - 1,
+                    });
+                }
+                reader.seek_to(at + HEADER)?;
+                reader.skip(len)?;
+                index.note(seq, at);
+            }
+            None => match header {
+                // A whole entry that does not follow, and nothing whole
+                // after it: damage to the end (kept, skipped by reads).
+                Some((_, len)) if size - offset - HEADER >= len => {
+                    tracing::warn!(
+                        session = id,
+                        from = offset,
+                        to = size,
+                        "damaged bytes at the end of a session's event file"
+                    );
+                    index.damaged.push(Damaged {
+                        start: offset,
+                        end: size,
+                        first_seq: index.last_seq + 1,
+                        last_seq: index.last_seq,
+                    });
+                    reader.seek_to(size)?;
+                    break;
+                }
+                // A torn last entry (cut inside its header or its bytes).
+                _ => {
+                    reader.at = offset;
+                    break;
+                }
+            },
         }
-        reader.skip(len)?;
-        index.note(seq, offset);
     }
     index.len = reader.at;
     index.torn = reader.at < size;
     Ok(Ok(index))
+}
+
+/// The next whole entry at or after `from`: an offset where a header with
+/// a seq in `(last, last + MAX_SEQ_GAP]` begins whose entry ends at the
+/// end of the file or where the header of the next seq begins. Returns its
+/// offset, seq and length; `None` when there is none.
+fn resync(
+    file: &File,
+    from: u64,
+    size: u64,
+    last: u64,
+) -> std::io::Result<Option<(u64, u64, u64)>> {
+    const CHUNK: usize = 1 << 20;
+    let header = HEADER as usize;
+    let mut buf = vec![0u8; CHUNK + header];
+    let mut base = from;
+    while size.saturating_sub(base) >= HEADER {
+        let want = usize::try_from(size - base)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        file.read_exact_at(&mut buf[..want], base)?;
+        let starts = (want + 1 - header).min(CHUNK);
+        for i in 0..starts {
+            let seq = be_u64(&buf[i..i + 8]);
+            if seq <= last || seq - last > MAX_SEQ_GAP {
+                continue;
+            }
+            let len = be_u64(&buf[i + 8..i + header]);
+            let at = base + i as u64;
+            let Some(end) = (at + HEADER).checked_add(len).filter(|end| *end <= size) else {
+                continue;
+            };
+            if end == size || header_of(file, end, size, seq + 1)? {
+                return Ok(Some((at, seq, len)));
+            }
+        }
+        base += CHUNK as u64;
+    }
+    Ok(None)
+}
+
+/// Whether a header of `seq` whose entry fits in the file begins at `at`.
+fn header_of(file: &File, at: u64, size: u64, seq: u64) -> std::io::Result<bool> {
+    if size - at < HEADER {
+        return Ok(false);
+    }
+    let mut header = [0u8; HEADER as usize];
+    file.read_exact_at(&mut header, at)?;
+    let fits = (at + HEADER)
+        .checked_add(be_u64(&header[8..]))
+        .is_some_and(|end| end <= size);
+    Ok(be_u64(&header[..8]) == seq && fits)
 }
 
 /// Entries of a file between two offsets, read through a buffer.
@@ -383,6 +545,16 @@ impl Entries {
         let seq = be_u64(&header[..8]);
         let len = be_u64(&header[8..]);
         Ok(Some((seq, len)))
+    }
+
+    fn file(&self) -> &File {
+        self.reader.get_ref()
+    }
+
+    fn seek_to(&mut self, at: u64) -> std::io::Result<()> {
+        self.reader.seek(SeekFrom::Start(at))?;
+        self.at = at;
+        Ok(())
     }
 
     fn skip(&mut self, len: u64) -> std::io::Result<()> {
@@ -425,6 +597,10 @@ mod tests {
         let events: Vec<(u64, Vec<u8>)> = seqs.map(|s| (s, event(s, pad))).collect();
         let refs: Vec<(u64, &[u8])> = events.iter().map(|(s, e)| (*s, e.as_slice())).collect();
         files.append(ID, &refs).unwrap();
+    }
+
+    fn append_to(files: &EventFiles, seqs: std::ops::RangeInclusive<u64>, pad: usize) {
+        append(files, seqs, pad)
     }
 
     fn read(files: &EventFiles, since: u64, upto: u64) -> Vec<(u64, Vec<u8>)> {
@@ -530,8 +706,51 @@ mod tests {
         let bad = entry::encode([(2, &b"{}"[..]), (1, &b"{}"[..])]);
         std::fs::write(files.path(ID), bad).unwrap();
         let reopened = EventFiles::open(dir.path()).unwrap();
-        let err = reopened.last_seq(ID).unwrap_err();
-        assert!(matches!(err, StoreError::Corrupt { .. }), "{err}");
+        assert_eq!(reopened.last_seq(ID).unwrap(), 2);
+        assert_eq!(
+            read(&reopened, 0, 10).len(),
+            1,
+            "what follows is kept apart"
+        );
+        append_to(&reopened, 3..=3, 10);
+        let seqs: Vec<u64> = read(&reopened, 0, 10).iter().map(|(s, _)| *s).collect();
+        assert_eq!(seqs, vec![2, 3]);
+    }
+
+    /// 64 random bytes over the middle of a file: every event they do not
+    /// touch is read, the lost seqs are named, and appends go on.
+    #[test]
+    fn damage_in_the_middle_loses_only_what_it_touches() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = EventFiles::open(dir.path()).unwrap();
+        append(&files, 1..=200, 40);
+        let mut bytes = std::fs::read(files.path(ID)).unwrap();
+        let mid = bytes.len() / 2;
+        for (i, b) in bytes[mid..mid + 64].iter_mut().enumerate() {
+            *b = (i as u8).wrapping_mul(151).wrapping_add(7);
+        }
+        std::fs::write(files.path(ID), &bytes).unwrap();
+        let reopened = EventFiles::open(dir.path()).unwrap();
+        assert_eq!(reopened.last_seq(ID).unwrap(), 200);
+        let got = read(&reopened, 0, 200);
+        let lost: Vec<u64> = reopened
+            .damaged(ID, 0, 200)
+            .unwrap()
+            .iter()
+            .map(|(s, _)| *s)
+            .collect();
+        assert!(!lost.is_empty() && lost.len() <= 3, "{lost:?}");
+        assert!(got.len() >= 200 - 3, "{} read", got.len());
+        let mut seqs: Vec<u64> = got.iter().map(|(s, _)| *s).collect();
+        seqs.extend(&lost);
+        seqs.sort();
+        assert_eq!(
+            seqs,
+            (1..=200).collect::<Vec<_>>(),
+            "each seq read or named lost"
+        );
+        append_to(&reopened, 201..=201, 40);
+        assert_eq!(read(&reopened, 200, 201)[0].1, event(201, 40));
     }
 
     #[test]

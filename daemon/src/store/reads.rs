@@ -11,6 +11,9 @@ use super::types::{
     record_key, seq_of, turn_number,
 };
 
+/// A stored event's JSON, or why its bytes cannot be read.
+pub type EventOrDamage = Result<Box<RawValue>, String>;
+
 impl Store {
     pub fn put_session(&self, record: &SessionRecord) -> Result<(), StoreError> {
         check_id(&record.id)?;
@@ -66,13 +69,36 @@ impl Store {
         Ok(count + newer.len())
     }
 
-    /// Events with `since < seq <= upto`, in order.
+    /// Events with `since < seq <= upto`, in order; a damaged event fails
+    /// the read.
     pub fn events(
         &self,
         id: &str,
         since: u64,
         upto: u64,
     ) -> Result<Vec<(u64, Box<RawValue>)>, StoreError> {
+        self.events_or_damage(id, since, upto)?
+            .into_iter()
+            .map(|(seq, event)| {
+                event
+                    .map(|json| (seq, json))
+                    .map_err(|why| StoreError::Corrupt {
+                        key: format!("{id}/{seq}"),
+                        source: serde::de::Error::custom(why),
+                    })
+            })
+            .collect()
+    }
+
+    /// Events with `since < seq <= upto`, in order, each stored event or
+    /// why it cannot be read (its bytes were damaged): one damaged event
+    /// does not hide the others.
+    pub fn events_or_damage(
+        &self,
+        id: &str,
+        since: u64,
+        upto: u64,
+    ) -> Result<Vec<(u64, EventOrDamage)>, StoreError> {
         check_id(id)?;
         let mut out = Vec::new();
         if since >= upto {
@@ -81,12 +107,26 @@ impl Store {
         // The tail first: an append leaves it only once it is stored.
         let unapplied = self.tail.events(id, since, upto);
         self.files.read(id, since, upto, |seq, value| {
-            out.push((seq, self.event_json(id, seq, value)?));
+            let event = match self.event_json(id, seq, value) {
+                Ok(json) => Ok(json),
+                Err(StoreError::Corrupt { source, .. }) => Err(format!(
+                    "event {seq} of the session's event file is damaged: {source}"
+                )),
+                Err(e) => return Err(e),
+            };
+            out.push((seq, event));
             Ok(())
         })?;
+        for (seq, why) in self.files.damaged(id, since, upto)? {
+            if let Err(at) = out.binary_search_by_key(&seq, |(s, _)| *s) {
+                out.insert(at, (seq, Err(why)));
+            }
+        }
         for event in unapplied {
-            if let Err(at) = out.binary_search_by_key(&event.seq, |(seq, _)| *seq) {
-                out.insert(at, (event.seq, event.json.clone()));
+            match out.binary_search_by_key(&event.seq, |(seq, _)| *seq) {
+                Err(at) => out.insert(at, (event.seq, Ok(event.json.clone()))),
+                // The log's copy is whole.
+                Ok(at) => out[at].1 = Ok(event.json.clone()),
             }
         }
         Ok(out)

@@ -193,11 +193,16 @@ impl Wal {
             .map_err(|e| StoreError::Io(format!("write-ahead log: {e}")))?;
         bytes.push(b'\n');
         let mut segment = self.current.lock().unwrap_or_else(|e| e.into_inner());
-        if let Err(e) = segment.file.write_all(&bytes) {
+        let written = segment
+            .file
+            .write_all(&bytes)
+            .map_err(|e| format!("write-ahead log: {e}"))
+            .and_then(|()| still_reachable(&self.dir, &segment));
+        if let Err(e) = written {
             // A torn line would swallow the next good one at replay: cut
             // the segment back to its last whole line.
             let _ = segment.file.set_len(segment.len);
-            return Err(StoreError::Io(format!("write-ahead log: {e}")));
+            return Err(StoreError::Io(e));
         }
         segment.len += bytes.len() as u64;
         segment.unapplied.fetch_add(1, Ordering::AcqRel);
@@ -305,6 +310,34 @@ impl Wal {
         behind.extend(cuts);
         behind.sort_by_key(|c| c.number);
     }
+}
+
+/// Whether the segment written to is still the file its path names: a
+/// line written to a segment that was deleted (the data directory removed
+/// while the daemon runs) or replaced would be lost at the next start, so
+/// it must not be acknowledged.
+fn still_reachable(dir: &Path, segment: &Segment) -> Result<(), String> {
+    use std::os::unix::fs::MetadataExt;
+    let path = segment_path(dir, segment.number);
+    let open = segment
+        .file
+        .metadata()
+        .map_err(|e| format!("write-ahead log: {e}"))?;
+    let named = std::fs::symlink_metadata(&path).map_err(|e| {
+        format!(
+            "the write-ahead log {} is gone ({e}): was the data directory removed? \
+             Nothing more is acknowledged; restart the daemon",
+            path.display()
+        )
+    })?;
+    if open.nlink() == 0 || (open.dev(), open.ino()) != (named.dev(), named.ino()) {
+        return Err(format!(
+            "the write-ahead log {} was replaced: was the data directory removed? \
+             Nothing more is acknowledged; restart the daemon",
+            path.display()
+        ));
+    }
+    Ok(())
 }
 
 fn segment_path(dir: &Path, number: u64) -> PathBuf {

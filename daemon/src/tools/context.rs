@@ -19,6 +19,9 @@ pub struct ToolContext {
     /// Every root, the primary first (then include directories).
     roots: Vec<PinnedRoot>,
     pub settings: ToolSettings,
+    /// The session the tools run for, when there is one: what they save
+    /// for it (long shell output) goes under its id and is deleted with it.
+    pub session_id: Option<String>,
 }
 
 impl ToolContext {
@@ -38,6 +41,7 @@ impl ToolContext {
             workspace_root: roots[0].path().to_path_buf(),
             roots,
             settings,
+            session_id: None,
         }
     }
 

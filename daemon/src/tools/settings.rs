@@ -7,7 +7,9 @@
 //! * `context.fileFiltering.customIgnoreFilePaths`: more ignore files,
 //!   relative to the workspace root, applied whatever the two flags say;
 //! * `geminid.webFetch.allowPrivateNetwork` (ours, default false): whether
-//!   `web_fetch` may reach loopback, private and link-local addresses.
+//!   `web_fetch` may reach loopback, private and link-local addresses;
+//! * `geminid.shell.maxStoredOutputBytes` (ours, default 64 MiB): the most
+//!   output one shell call saves in its spill file.
 //!
 //! A value of the wrong type is reported and the strict default kept.
 
@@ -36,11 +38,26 @@ impl Default for FileFiltering {
 }
 
 /// Settings of file and web tools for one session.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolSettings {
     pub filtering: FileFiltering,
     /// `geminid.webFetch.allowPrivateNetwork`.
     pub web_fetch_allow_private: bool,
+    /// `geminid.shell.maxStoredOutputBytes`.
+    pub shell_max_stored_output: usize,
+}
+
+/// The default of `geminid.shell.maxStoredOutputBytes`.
+pub const DEFAULT_SHELL_MAX_STORED_OUTPUT: usize = 64 * 1024 * 1024;
+
+impl Default for ToolSettings {
+    fn default() -> Self {
+        ToolSettings {
+            filtering: FileFiltering::default(),
+            web_fetch_allow_private: false,
+            shell_max_stored_output: DEFAULT_SHELL_MAX_STORED_OUTPUT,
+        }
+    }
 }
 
 impl ToolSettings {
@@ -85,6 +102,20 @@ impl ToolSettings {
         let respect_git_ignore = flag("/context/fileFiltering/respectGitIgnore", true);
         let respect_gemini_ignore = flag("/context/fileFiltering/respectGeminiIgnore", true);
         let web_fetch_allow_private = flag("/geminid/webFetch/allowPrivateNetwork", false);
+        let shell_max_stored_output = match value.pointer("/geminid/shell/maxStoredOutputBytes") {
+            None | Some(Value::Null) => DEFAULT_SHELL_MAX_STORED_OUTPUT,
+            Some(Value::Number(n)) if n.as_u64().is_some() => {
+                n.as_u64().map_or(DEFAULT_SHELL_MAX_STORED_OUTPUT, |n| {
+                    usize::try_from(n).unwrap_or(usize::MAX)
+                })
+            }
+            Some(other) => {
+                problems.push(format!(
+                    "{file}: `geminid.shell.maxStoredOutputBytes` must be a number of bytes, got {other}; using {DEFAULT_SHELL_MAX_STORED_OUTPUT}"
+                ));
+                DEFAULT_SHELL_MAX_STORED_OUTPUT
+            }
+        };
         let mut custom_ignore_files = Vec::new();
         match value.pointer("/context/fileFiltering/customIgnoreFilePaths") {
             None | Some(Value::Null) => {}
@@ -110,6 +141,7 @@ impl ToolSettings {
                     custom_ignore_files,
                 },
                 web_fetch_allow_private,
+                shell_max_stored_output,
             },
             problems,
         )

@@ -8,6 +8,7 @@
 //! bare). A server that is disconnected keeps its tools registered; calls
 //! fail at once with `unavailable` until it is back.
 
+mod announce;
 pub mod connect;
 pub mod content;
 pub mod listing;
@@ -29,8 +30,10 @@ use self::tool::{McpTool, qualified_name};
 use super::settings::ServerConfig;
 use crate::tools::{Tool, ToolRegistry, ToolSource};
 
-/// Receives `(server, status, message)` on every status change.
-pub type StatusFn = Arc<dyn Fn(&str, &str, Option<&str>) + Send + Sync>;
+/// Receives `(server, scope, status, message)` on each status change that
+/// is news for sessions (`announce.rs`); `scope` is the server's settings
+/// layer (`user`, `workspace:<root>`).
+pub type StatusFn = Arc<dyn Fn(&str, &str, &str, Option<&str>) + Send + Sync>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum McpError {
@@ -42,6 +45,7 @@ pub struct McpManager {
     registry: Arc<ToolRegistry>,
     servers: Mutex<BTreeMap<String, Arc<Server>>>,
     on_status: StatusFn,
+    announcements: announce::Announcements,
     stop: CancellationToken,
     tasks: TaskTracker,
     /// Serializes registry rebuilds.
@@ -52,10 +56,13 @@ pub struct McpManager {
 struct Relay(std::sync::Weak<McpManager>);
 
 impl Events for Relay {
-    fn status(&self, server: &str, status: Status, message: Option<&str>) {
+    fn status(&self, server: &str, scope: &str, status: Status, message: Option<&str>) {
         if let Some(m) = self.0.upgrade() {
             tracing::info!(server, status = status.as_str(), message, "mcp server");
-            (m.on_status)(server, status.as_str(), message);
+            if !m.announcements.is_news(server, status.as_str()) {
+                return;
+            }
+            (m.on_status)(server, scope, status.as_str(), message);
         }
     }
 
@@ -72,6 +79,7 @@ impl McpManager {
             registry,
             servers: Mutex::new(BTreeMap::new()),
             on_status,
+            announcements: announce::Announcements::default(),
             stop: CancellationToken::new(),
             tasks: TaskTracker::new(),
             sync: Mutex::new(()),

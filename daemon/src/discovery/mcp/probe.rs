@@ -74,7 +74,7 @@ pub struct ProbeCall {
 struct Unlisted;
 
 impl Events for Unlisted {
-    fn status(&self, server: &str, status: Status, message: Option<&str>) {
+    fn status(&self, server: &str, _scope: &str, status: Status, message: Option<&str>) {
         tracing::debug!(server, status = status.as_str(), message, "mcp probe");
     }
 

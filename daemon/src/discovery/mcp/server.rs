@@ -101,7 +101,7 @@ pub struct Server {
 
 /// What the connection loop tells its owner.
 pub trait Events: Send + Sync {
-    fn status(&self, server: &str, status: Status, message: Option<&str>);
+    fn status(&self, server: &str, scope: &str, status: Status, message: Option<&str>);
     /// The server's tools changed (connected, refreshed).
     fn tools_changed(&self);
 }
@@ -198,7 +198,7 @@ impl Server {
                 s.peer_info = None;
             }
         }
-        events.status(self.name(), status, message.as_deref());
+        events.status(self.name(), &self.config.scope, status, message.as_deref());
     }
 
     fn attempt_done(&self) {

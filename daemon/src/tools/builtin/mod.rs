@@ -28,8 +28,9 @@ pub mod save_memory;
 pub mod search_walk;
 pub mod shell;
 mod shell_exec;
-mod shell_output;
+pub mod shell_output;
 mod shell_proc;
+pub mod shell_reap;
 pub mod walk;
 pub mod web_fetch;
 pub mod web_fetch_guard;
@@ -59,7 +60,7 @@ pub fn all(config: &crate::config::DaemonConfig) -> Vec<Arc<dyn Tool>> {
         Arc::new(ReplaceTool::new()),
         Arc::new(ReadManyFilesTool::new()),
         Arc::new(shell::ShellTool::new(shell_exec::ShellConfig {
-            spill_dir: config.data_dir.join("shell-output"),
+            spill_dir: config.shell_output_dir(),
             timeout: config.shell_timeout,
             ..shell_exec::ShellConfig::default()
         })),

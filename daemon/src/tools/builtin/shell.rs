@@ -108,12 +108,19 @@ impl Tool for ShellTool {
             None | Some("") => root.path().to_path_buf(),
             Some(dir) => resolve_directory(ctx, dir)?,
         };
+        // A session's long outputs are its own: saved under its id, deleted
+        // with it.
+        let mut config = self.config.clone();
+        if let Some(session) = &ctx.session_id {
+            config.spill_dir = super::shell_output::session_spill_dir(&config.spill_dir, session);
+        }
+        config.max_stored_bytes = ctx.settings.shell_max_stored_output;
         Ok(Box::new(ShellInvocation {
             root,
             cwd,
             params,
             root_commands,
-            config: self.config.clone(),
+            config,
         }))
     }
 }
@@ -303,11 +310,21 @@ fn format_report(command: &str, directory: &str, o: &Outcome) -> String {
     s.push_str(&format!("Background PIDs: {pids}\n"));
     s.push_str(&format!("Process Group PGID: {}", o.pgid));
     if let Some(p) = &o.output.spill_path {
-        s.push_str(&format!(
-            "\nOutput was {} bytes; the full output is saved in: {}",
-            o.output.total_bytes,
-            p.display()
-        ));
+        if o.output.stored_bytes < o.output.total_bytes {
+            s.push_str(&format!(
+                "\nOutput was {} bytes; its first {} bytes (the most a call may store, \
+                 `geminid.shell.maxStoredOutputBytes`) are saved in: {}",
+                o.output.total_bytes,
+                o.output.stored_bytes,
+                p.display()
+            ));
+        } else {
+            s.push_str(&format!(
+                "\nOutput was {} bytes; the full output is saved in: {}",
+                o.output.total_bytes,
+                p.display()
+            ));
+        }
     } else if let Some(e) = &o.output.spill_error {
         s.push_str(&format!(
             "\nOutput was truncated; saving the full output failed: {e}"

@@ -25,9 +25,17 @@ pub struct ShellConfig {
     pub timeout: Duration,
     /// Output beyond this many bytes is cut (head and tail kept) for the model.
     pub output_cap_bytes: usize,
-    /// Where the full text of over-long output is saved.
+    /// Where the full text of over-long output is saved (the session's own
+    /// directory once the tool is built for a session).
     pub spill_dir: PathBuf,
+    /// The most output one call saves in its spill file
+    /// (`geminid.shell.maxStoredOutputBytes`).
+    pub max_stored_bytes: usize,
 }
+
+/// The most output one call streams as events (and so stores in the
+/// session's event log); the rest is only in the spill file.
+pub const STREAM_LIMIT: usize = 1024 * 1024;
 
 impl Default for ShellConfig {
     fn default() -> Self {
@@ -35,6 +43,7 @@ impl Default for ShellConfig {
             timeout: Duration::from_secs(600),
             output_cap_bytes: 64 * 1024,
             spill_dir: std::env::temp_dir().join("geminid-shell-output"),
+            max_stored_bytes: crate::tools::settings::DEFAULT_SHELL_MAX_STORED_OUTPUT,
         }
     }
 }
@@ -72,12 +81,32 @@ struct Sinks {
     collector: Collector,
     pending: String,
     stream: OutputSink,
+    /// Bytes streamed so far; past [`STREAM_LIMIT`] output is no longer
+    /// streamed, so a long output is stored once (in the spill file), not
+    /// also in the session's events.
+    streamed: usize,
 }
 
 impl Sinks {
     fn take(&mut self, text: String) {
         self.collector.push(&text);
-        self.pending.push_str(&text);
+        if self.streamed >= STREAM_LIMIT {
+            return;
+        }
+        let room = STREAM_LIMIT - self.streamed;
+        if text.len() <= room {
+            self.pending.push_str(&text);
+        } else {
+            let cut = super::shell_output::floor_boundary(&text, room);
+            self.pending.push_str(&text[..cut]);
+            self.pending.push_str(&format!(
+                "\n[output beyond {STREAM_LIMIT} bytes is not streamed; the result says where it is saved]\n"
+            ));
+            self.streamed = STREAM_LIMIT;
+            self.flush();
+            return;
+        }
+        self.streamed += text.len();
         if self.pending.len() >= FLUSH_BYTES {
             self.flush();
         }
@@ -163,9 +192,14 @@ pub async fn run_wrapped(
 
     let mut sinks = Sinks {
         decoder: Decoder::default(),
-        collector: Collector::new(config.output_cap_bytes, &config.spill_dir),
+        collector: Collector::new(
+            config.output_cap_bytes,
+            &config.spill_dir,
+            config.max_stored_bytes,
+        ),
         pending: String::new(),
         stream,
+        streamed: 0,
     };
     let deadline = tokio::time::sleep(config.timeout);
     tokio::pin!(deadline);

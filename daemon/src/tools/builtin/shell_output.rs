@@ -75,11 +75,21 @@ fn escape_complete(seq: &[u8]) -> bool {
     }
 }
 
+/// Where the long outputs of `session` are saved, below the daemon's spill
+/// directory (`session.delete` removes it).
+pub fn session_spill_dir(base: &Path, session: &str) -> PathBuf {
+    base.join(session)
+}
+
 /// Keeps the whole output while it is small; past `cap` bytes keeps only a
-/// head and a tail in memory and writes everything to a spill file.
+/// head and a tail in memory and writes the output to a spill file, up to
+/// `max_stored` bytes.
 pub struct Collector {
     cap: usize,
     spill_dir: PathBuf,
+    max_stored: usize,
+    /// Bytes written to the spill file.
+    stored: usize,
     head: String,
     tail: String,
     total: usize,
@@ -94,13 +104,18 @@ pub struct Collected {
     pub total_bytes: usize,
     pub spill_path: Option<PathBuf>,
     pub spill_error: Option<String>,
+    /// Bytes in the spill file: less than `total_bytes` when the output
+    /// went past the cap on what a call may store.
+    pub stored_bytes: usize,
 }
 
 impl Collector {
-    pub fn new(cap: usize, spill_dir: &Path) -> Self {
+    pub fn new(cap: usize, spill_dir: &Path, max_stored: usize) -> Self {
         Collector {
             cap: cap.max(2),
             spill_dir: spill_dir.to_path_buf(),
+            max_stored,
+            stored: 0,
             head: String::new(),
             tail: String::new(),
             total: 0,
@@ -120,12 +135,7 @@ impl Collector {
             }
             return;
         }
-        if let Some((_, w)) = self.spill.as_mut()
-            && let Err(e) = w.write_all(text.as_bytes())
-        {
-            self.spill_error = Some(e.to_string());
-            self.spill = None;
-        }
+        self.store(text);
         self.tail.push_str(text);
         // Trim the tail only once it is twice its budget, so the copying
         // stays linear in the output size.
@@ -133,6 +143,24 @@ impl Collector {
         if self.tail.len() > budget * 2 {
             let start = floor_boundary(&self.tail, self.tail.len() - budget);
             self.tail.drain(..start);
+        }
+    }
+
+    /// Appends to the spill file what fits under `max_stored`.
+    fn store(&mut self, text: &str) {
+        let room = self.max_stored.saturating_sub(self.stored);
+        let part = &text[..floor_boundary(text, room)];
+        if part.is_empty() {
+            return;
+        }
+        if let Some((_, w)) = self.spill.as_mut() {
+            match w.write_all(part.as_bytes()) {
+                Ok(()) => self.stored += part.len(),
+                Err(e) => {
+                    self.spill_error = Some(e.to_string());
+                    self.spill = None;
+                }
+            }
         }
     }
 
@@ -150,12 +178,8 @@ impl Collector {
         });
         match opened {
             Ok((file, path)) => {
-                let mut w = BufWriter::new(file);
-                if let Err(e) = w.write_all(held.as_bytes()) {
-                    self.spill_error = Some(e.to_string());
-                } else {
-                    self.spill = Some((path, w));
-                }
+                self.spill = Some((path, BufWriter::new(file)));
+                self.store(&held);
             }
             Err(e) => self.spill_error = Some(e.to_string()),
         }
@@ -178,6 +202,7 @@ impl Collector {
                 total_bytes: self.total,
                 spill_path,
                 spill_error: self.spill_error,
+                stored_bytes: self.stored,
             };
         }
         let budget = self.cap / 2;
@@ -190,12 +215,13 @@ impl Collector {
             total_bytes: self.total,
             spill_path,
             spill_error: self.spill_error,
+            stored_bytes: self.stored,
         }
     }
 }
 
 /// The largest char boundary of `s` not above `i`.
-fn floor_boundary(s: &str, i: usize) -> usize {
+pub fn floor_boundary(s: &str, i: usize) -> usize {
     let mut i = i.min(s.len());
     while !s.is_char_boundary(i) {
         i -= 1;
@@ -220,7 +246,7 @@ mod tests {
     #[test]
     fn small_output_is_kept_whole() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = Collector::new(100, dir.path());
+        let mut c = Collector::new(100, dir.path(), usize::MAX);
         c.push("hello ");
         c.push("world");
         let done = c.finish();
@@ -231,7 +257,7 @@ mod tests {
     #[test]
     fn large_output_keeps_head_and_tail_and_spills() {
         let dir = tempfile::tempdir().unwrap();
-        let mut c = Collector::new(100, dir.path());
+        let mut c = Collector::new(100, dir.path(), usize::MAX);
         let mut full = String::new();
         for i in 0..200 {
             let line = format!("line {i}\n");
@@ -245,5 +271,26 @@ mod tests {
         assert!(done.text.len() < 200);
         let spilled = std::fs::read_to_string(done.spill_path.unwrap()).unwrap();
         assert_eq!(spilled, full);
+    }
+
+    #[test]
+    fn the_spill_file_stops_at_the_cap_and_the_tail_still_comes() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut c = Collector::new(100, dir.path(), 1000);
+        let mut full = String::new();
+        for i in 0..1000 {
+            let line = format!("line {i}\n");
+            full.push_str(&line);
+            c.push(&line);
+        }
+        let done = c.finish();
+        assert!(
+            done.text.ends_with("line 999\n"),
+            "the tail is the real end"
+        );
+        assert_eq!(done.total_bytes, full.len());
+        assert_eq!(done.stored_bytes, 1000);
+        let spilled = std::fs::read_to_string(done.spill_path.unwrap()).unwrap();
+        assert_eq!(spilled, full[..1000]);
     }
 }

@@ -55,16 +55,22 @@ pub fn new_marker() -> String {
 pub enum Marked<'a> {
     Run(&'a str),
     AnyOfThisDaemon,
+    /// Every command of the daemon with this pid (one that ran before).
+    AnyOfDaemon(u32),
 }
 
 /// Live processes (never the daemon itself) whose environment carries a
 /// marker that `which` matches.
 pub fn marked_processes(which: Marked<'_>) -> Vec<i32> {
     let me = std::process::id() as i32;
-    let daemon_prefix = format!("{MARKER_VAR}={me}.");
+    let daemon = match which {
+        Marked::AnyOfDaemon(pid) => pid,
+        Marked::Run(_) | Marked::AnyOfThisDaemon => std::process::id(),
+    };
+    let daemon_prefix = format!("{MARKER_VAR}={daemon}.");
     let exact = match which {
         Marked::Run(m) => Some(format!("{MARKER_VAR}={m}")),
-        Marked::AnyOfThisDaemon => None,
+        Marked::AnyOfThisDaemon | Marked::AnyOfDaemon(_) => None,
     };
     all_processes()
         .into_iter()
@@ -80,6 +86,15 @@ pub fn marked_processes(which: Marked<'_>) -> Vec<i32> {
         })
         .map(|p| p.pid)
         .collect()
+}
+
+/// When process `pid` started (clock ticks since boot, `/proc/<pid>/stat`
+/// field 22): with the pid, it names one process, whatever reuses the pid
+/// later.
+pub fn start_time(pid: u32) -> Option<u64> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = &text[text.rfind(')')? + 1..];
+    after.split_whitespace().nth(19)?.parse().ok()
 }
 
 /// Parses `/proc/<pid>/stat`. The command name is in parentheses and may
@@ -179,7 +194,13 @@ pub async fn terminate_tree(pgid: i32, marker: &str) {
 /// started and left behind (background jobs of finished commands too).
 /// Returns how many there were.
 pub async fn terminate_all_marked() -> usize {
-    let mut pids = marked_processes(Marked::AnyOfThisDaemon);
+    terminate_marked(Marked::AnyOfThisDaemon).await
+}
+
+/// Ends every process carrying a marker `which` matches (TERM, a grace,
+/// then KILL); returns how many there were.
+pub async fn terminate_marked(which: Marked<'_>) -> usize {
+    let mut pids = marked_processes(which);
     if pids.is_empty() {
         return 0;
     }
@@ -188,7 +209,7 @@ pub async fn terminate_all_marked() -> usize {
     add_groups(&mut groups, &pids);
     signal_all(&groups, &pids, Signal::TERM);
     tokio::time::sleep(TERM_GRACE).await;
-    pids.extend(marked_processes(Marked::AnyOfThisDaemon));
+    pids.extend(marked_processes(which));
     add_groups(&mut groups, &pids);
     signal_all(&groups, &pids, Signal::KILL);
     settle(&groups, &pids).await;

@@ -36,6 +36,7 @@ fn tool(fx: &Fx, timeout: Duration, cap: usize) -> ShellTool {
         timeout,
         output_cap_bytes: cap,
         spill_dir: fx.spill.clone(),
+        ..ShellConfig::default()
     })
 }
 
