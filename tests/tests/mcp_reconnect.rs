@@ -180,6 +180,7 @@ async fn an_http_server_that_restarts_is_noticed_and_reconnected() {
             .state,
         CallState::Success
     );
+}
 
 /// The `McpServerStatus` events of `events` for `name`.
 fn statuses_of(events: &[geminid_protocol::SessionEvent], name: &str) -> Vec<String> {
