@@ -8,10 +8,12 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::DaemonConfig;
 use crate::discovery::Discovery;
-use crate::policy::{LivePolicy, PolicyWatcher};
+use crate::policy::LivePolicy;
+use crate::problems::{ConfigProblem, Problems};
 use crate::session::{ActorDeps, SessionManager};
 use crate::store::{Store, StoreError};
 use crate::tools::{self, ToolRegistry};
+use crate::watch::ConfigWatch;
 
 pub struct Daemon {
     pub config: DaemonConfig,
@@ -26,7 +28,16 @@ pub struct Daemon {
     pub memory: Arc<crate::memory::MemoryCache>,
     /// The safety checks applied after the policy.
     pub guard: Arc<crate::safety::Guard>,
-    policy_watcher: Mutex<Option<PolicyWatcher>>,
+    /// What is wrong with the configuration now (`daemon.status`).
+    pub problems: Arc<Problems>,
+    config_watch: Mutex<Option<ConfigWatch>>,
+    /// The runtime MCP connections run on (reloads come from a plain
+    /// thread).
+    runtime: Option<tokio::runtime::Handle>,
+    unused_settings: Mutex<Vec<String>>,
+    /// `general.defaultApprovalMode`: the mode of sessions created
+    /// without one.
+    default_mode: Mutex<crate::policy::ApprovalMode>,
     /// Fired to stop the daemon (signal, `daemon.shutdown`).
     pub shutdown: CancellationToken,
     pub started: Instant,
@@ -63,18 +74,6 @@ impl Daemon {
         let guard = Arc::new(crate::safety::Guard::new(
             crate::safety::ProtectedPaths::discover(&crate::safety::DaemonPaths::of(&config)),
         ));
-        let sessions = SessionManager::new(ActorDeps {
-            store,
-            registry: registry.clone(),
-            policy: policy.clone(),
-            max_parallel: config.max_parallel_calls,
-            model: model.clone(),
-            memory: memory.clone(),
-            turn_limits: config.turn_limits,
-            guard: guard.clone(),
-            user_settings: config.user_gemini_dir.join("settings.json"),
-            shell_output: config.shell_output_dir(),
-        });
         // Status changes go to the daemon's sessions, which exist only once
         // the daemon does: the callback finds it through a late-set weak link.
         let status_sink: Arc<Mutex<Option<std::sync::Weak<Daemon>>>> = Arc::new(Mutex::new(None));
@@ -107,6 +106,19 @@ impl Daemon {
                 },
             ),
         );
+        let sessions = SessionManager::new(ActorDeps {
+            store,
+            registry: registry.clone(),
+            policy: policy.clone(),
+            max_parallel: config.max_parallel_calls,
+            model: model.clone(),
+            memory: memory.clone(),
+            turn_limits: config.turn_limits,
+            guard: guard.clone(),
+            user_settings: config.user_gemini_dir.join("settings.json"),
+            shell_output: config.shell_output_dir(),
+            discovery: discovery.clone(),
+        });
         let outbound = crate::rpc::OutboundBudget::new(config.outbound_budget);
         let daemon = Arc::new(Daemon {
             config,
@@ -117,14 +129,26 @@ impl Daemon {
             model,
             memory,
             guard,
-            policy_watcher: Mutex::new(None),
+            problems: Arc::new(Problems::default()),
+            config_watch: Mutex::new(None),
+            runtime: tokio::runtime::Handle::try_current().ok(),
+            unused_settings: Mutex::new(Vec::new()),
+            default_mode: Mutex::new(crate::policy::ApprovalMode::Default),
             shutdown,
             started: Instant::now(),
             connections: AtomicU64::new(0),
             outbound,
         });
         *status_sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::downgrade(&daemon));
-        daemon.watch_policy();
+        let weak = Arc::downgrade(&daemon);
+        daemon
+            .memory
+            .set_trust(Arc::new(move |root: &std::path::Path| {
+                weak.upgrade().is_some_and(|d| d.folder_trust(root).trusted)
+            }));
+        daemon.note_policy_problems();
+        daemon.apply_settings();
+        daemon.watch_config();
         // In the background: the socket is never delayed by MCP servers.
         if tokio::runtime::Handle::try_current().is_ok() {
             daemon.discovery.start();
@@ -133,27 +157,220 @@ impl Daemon {
         Ok(daemon)
     }
 
-    /// Reloads policy when its files change; a broken file is reported to
-    /// every loaded session as an `error` event (and logged).
-    fn watch_policy(self: &Arc<Self>) {
+    /// Watches every configuration file and reloads what changed. An idle
+    /// daemon does no file IO: the watch thread blocks until the kernel
+    /// reports a change (never for the daemon's own reads).
+    fn watch_config(self: &Arc<Self>) {
         let weak = Arc::downgrade(self);
-        let watcher = self.policy.watch(move |problems| {
+        let mut set = self.policy.watch_set();
+        for file in crate::settings_merge::layer_files(
+            &self.config.system_settings,
+            &self.config.user_gemini_dir,
+            None,
+        ) {
+            set = set.file(file);
+        }
+        set = set.file(crate::trust::trust_file(&self.config.user_gemini_dir));
+        let watch = ConfigWatch::spawn("config-reload", set, move || {
             if let Some(daemon) = weak.upgrade() {
-                for problem in problems {
-                    daemon.sessions.announce(format!("policy: {problem}"));
-                }
+                daemon.config_changed();
             }
         });
-        match watcher {
-            Ok(w) => {
-                *self
-                    .policy_watcher
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner()) = Some(w)
-            }
+        match watch {
+            Ok(w) => *self.config_watch.lock().unwrap_or_else(|e| e.into_inner()) = Some(w),
             Err(e) => {
-                tracing::warn!(error = %e, "policy files are not watched; edits need a restart")
+                tracing::warn!(error = %e, "configuration files are not watched; edits need a restart or SIGHUP")
             }
+        }
+    }
+
+    /// Reads the configuration again (a watched file changed, SIGHUP):
+    /// only files whose content changed are parsed again.
+    pub fn config_changed(&self) {
+        if self.policy.reload() {
+            tracing::info!("policy reloaded");
+        }
+        self.note_policy_problems();
+        self.apply_settings();
+        if let Some(runtime) = &self.runtime {
+            let _inside = runtime.enter();
+            self.discovery.reload_user();
+            // The workspaces sessions opened: their servers follow their
+            // settings (and their trust) too.
+            for root in self.discovery.opened_workspaces() {
+                if self.folder_trust(&root).trusted {
+                    for problem in self.discovery.workspace_opened(&root) {
+                        tracing::warn!(problem = %problem, "workspace discovery settings");
+                    }
+                } else {
+                    self.discovery.workspace_closed(&root);
+                }
+            }
+        }
+    }
+
+    /// What the system-defaults, user and system settings say beyond
+    /// policy (in 0.61's precedence): the environment children get, and
+    /// the keys geminid does not read. Read at start and on every change;
+    /// a broken file keeps what was in force (and is reported).
+    fn apply_settings(&self) {
+        let mut merged = serde_json::Value::Null;
+        let mut unused = Vec::new();
+        let mut problems = Vec::new();
+        let files = crate::settings_merge::layer_files(
+            &self.config.system_settings,
+            &self.config.user_gemini_dir,
+            None,
+        );
+        for path in files {
+            let text = match std::fs::read_to_string(&path) {
+                Ok(text) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    problems.push(
+                        ConfigProblem::new(path.display().to_string(), format!("cannot read: {e}"))
+                            .kept("the settings in force before"),
+                    );
+                    continue;
+                }
+            };
+            match crate::jsonc::parse(&text) {
+                Ok(value) => {
+                    unused.extend(
+                        crate::settings_merge::unused_keys(&value)
+                            .into_iter()
+                            .map(|key| format!("{}: {key}", path.display())),
+                    );
+                    crate::settings_merge::merge_into(&mut merged, value);
+                }
+                Err(e) => problems.push(
+                    ConfigProblem::new(
+                        path.display().to_string(),
+                        format!("not valid JSON: {}", e.message),
+                    )
+                    .at_line(Some(e.line))
+                    .kept("the settings in force before"),
+                ),
+            }
+        }
+        if problems.is_empty() {
+            crate::child_env::set_redaction(crate::child_env::Redaction::from_settings(&merged));
+            *self
+                .unused_settings
+                .lock()
+                .unwrap_or_else(|e| e.into_inner()) = unused;
+            let (mode, problem) = default_approval_mode(&merged);
+            *self.default_mode.lock().unwrap_or_else(|e| e.into_inner()) = mode;
+            problems.extend(problem);
+        }
+        // The policy reports the same file's JSON errors; one report is
+        // enough, so only problems the policy does not know are added.
+        let known = self.policy.config_problems();
+        problems.retain(|p| !known.iter().any(|k| k.file == p.file));
+        let fresh = self.problems.set("settings", problems);
+        self.announce_problems(&fresh);
+    }
+
+    /// The approval mode of a session created without one
+    /// (`general.defaultApprovalMode` of the user and system settings).
+    pub fn default_approval_mode(&self) -> crate::policy::ApprovalMode {
+        *self.default_mode.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Settings keys geminid does not read, as `file: key.path`.
+    pub fn unused_settings(&self) -> Vec<String> {
+        self.unused_settings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Records the policy's problems; each new one is logged once and
+    /// told once to the sessions it affects (policy: all of them).
+    fn note_policy_problems(&self) {
+        let fresh = self.problems.set("policy", self.policy.config_problems());
+        self.announce_problems(&fresh);
+    }
+
+    fn announce_problems(&self, fresh: &[ConfigProblem]) {
+        for problem in fresh {
+            self.sessions.announce(format!("configuration: {problem}"));
+        }
+    }
+
+    /// Whether `root` is a trusted folder now (settings and trust file
+    /// read again: called when a session is created).
+    pub fn folder_trust(&self, root: &std::path::Path) -> crate::trust::Verdict {
+        let read = |path: &std::path::Path| {
+            std::fs::read_to_string(path)
+                .ok()
+                .and_then(|t| crate::jsonc::parse(&t).ok())
+                .unwrap_or(serde_json::Value::Null)
+        };
+        let user = read(&self.config.user_gemini_dir.join("settings.json"));
+        let system = read(&self.config.system_settings);
+        let trust = crate::trust::load(&self.config.user_gemini_dir, &[&user, &system]);
+        let path = crate::trust::trust_file(&self.config.user_gemini_dir);
+        let area = "trust";
+        let problems = trust
+            .broken
+            .iter()
+            .map(|b| {
+                ConfigProblem::new(path.display().to_string(), b.clone())
+                    .kept("every folder is untrusted until it is fixed")
+            })
+            .collect();
+        let fresh = self.problems.set(area, problems);
+        self.announce_problems(&fresh);
+        trust.verdict(root, &crate::trust::real_path)
+    }
+
+    /// A session was created in `root`: a trusted folder's workspace
+    /// settings are read and its MCP servers started; an untrusted one's
+    /// are not, and the session is told why (once).
+    pub fn workspace_opened(
+        &self,
+        root: &std::path::Path,
+        session: &crate::session::SessionHandle,
+    ) {
+        let settings = root.join(".gemini/settings.json");
+        let verdict = self.folder_trust(root);
+        let area = format!("workspace {}", root.display());
+        if !verdict.trusted {
+            if settings.exists() {
+                let problem = ConfigProblem::new(
+                    settings.display().to_string(),
+                    format!("the folder is not trusted ({})", verdict.why),
+                )
+                .kept(
+                    "its settings, MCP servers and discovery command are not loaded; trust it in ~/.gemini/trustedFolders.json",
+                );
+                self.problems.set(&area, vec![problem.clone()]);
+                session.announce(geminid_protocol::event::EventPayload::Error {
+                    message: format!("configuration: {problem}"),
+                });
+            }
+            return;
+        }
+        // Its settings are watched from now on: edits apply live.
+        if let Some(watch) = self
+            .config_watch
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            watch.add_file(&settings);
+        }
+        let problems: Vec<ConfigProblem> = self
+            .discovery
+            .workspace_opened(root)
+            .into_iter()
+            .map(|p| ConfigProblem::new(settings.display().to_string(), p))
+            .collect();
+        for problem in self.problems.set(&area, problems) {
+            session.announce(geminid_protocol::event::EventPayload::Error {
+                message: format!("configuration: {problem}"),
+            });
         }
     }
 
@@ -211,4 +428,31 @@ pub fn rss_bytes() -> Option<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
     Some(pages * rustix::param::page_size() as u64)
+}
+
+/// `general.defaultApprovalMode` as 0.61 reads it: `default`, `auto_edit`
+/// (`plan` is not a mode of geminid's: default, which asks before every
+/// change, is used and the problem reported; `yolo` cannot be set by a
+/// settings file in 0.61 either).
+fn default_approval_mode(
+    settings: &serde_json::Value,
+) -> (crate::policy::ApprovalMode, Option<ConfigProblem>) {
+    use crate::policy::ApprovalMode;
+    let Some(value) = settings.pointer("/general/defaultApprovalMode") else {
+        return (ApprovalMode::Default, None);
+    };
+    match value.as_str() {
+        Some("default") => (ApprovalMode::Default, None),
+        Some("auto_edit" | "autoEdit") => (ApprovalMode::AutoEdit, None),
+        _ => (
+            ApprovalMode::Default,
+            Some(
+                ConfigProblem::new(
+                    "settings",
+                    format!("general.defaultApprovalMode {value} is not one geminid can use"),
+                )
+                .kept("new sessions start in `default`"),
+            ),
+        ),
+    }
 }

@@ -5,22 +5,28 @@
 //! ARCHITECTURE.md for the map.
 
 pub mod agent;
+pub mod child_env;
 pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod discovery;
 pub mod heap;
+pub mod jsonc;
 pub mod memory;
 pub mod model;
 pub mod policy;
+pub mod problems;
 pub mod rpc;
 pub mod safety;
 pub mod scheduler;
 pub mod server;
 pub mod session;
+pub mod settings_merge;
 pub mod sse;
 pub mod store;
 pub mod tools;
+pub mod trust;
+pub mod watch;
 pub mod wire;
 
 pub use config::DaemonConfig;

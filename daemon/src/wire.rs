@@ -372,3 +372,17 @@ pub fn damaged_event(
     };
     serde_json::value::to_raw_value(&event).ok()
 }
+
+/// One configuration problem for `daemon.status`.
+pub fn config_problem(
+    area: &str,
+    problem: &crate::problems::ConfigProblem,
+) -> geminid_protocol::session::ConfigProblemInfo {
+    geminid_protocol::session::ConfigProblemInfo {
+        area: area.to_owned(),
+        file: problem.file.clone(),
+        line: problem.line,
+        message: problem.message.clone(),
+        kept: problem.kept.clone(),
+    }
+}

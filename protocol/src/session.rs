@@ -142,6 +142,29 @@ pub struct DaemonStatus {
     /// (bounded by the daemon's outbound budget).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outbound_bytes: Option<u64>,
+    /// What is wrong with the configuration files now, one entry per
+    /// problem; empty when nothing is.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub config_problems: Vec<ConfigProblemInfo>,
+    /// Settings keys the daemon does not use (typos show up here), as
+    /// `file: key.path`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unused_settings: Vec<String>,
+}
+
+/// One configuration problem in `daemon.status`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConfigProblemInfo {
+    /// `policy`, `settings`, `mcp`, `trust`, ...
+    pub area: String,
+    pub file: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    pub message: String,
+    /// What the daemon uses instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
 }
 
 /// Result of `session.delete`, `session.cancel` and other yes/no requests.

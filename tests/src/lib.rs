@@ -115,6 +115,12 @@ impl TestDaemon {
             .is_some_and(|c| matches!(c.try_wait(), Ok(None)))
     }
 
+    /// A daemon's directories (home, workspace) without the daemon: set up
+    /// files first, then [`TestDaemon::spawn`].
+    pub fn prepared(env: &[(&str, &str)]) -> TestDaemon {
+        Self::unstarted(env)
+    }
+
     fn unstarted(env: &[(&str, &str)]) -> TestDaemon {
         let dir = tempfile::tempdir().expect("tempdir");
         let base = dir.path().canonicalize().expect("canonical tempdir");
@@ -175,6 +181,10 @@ impl TestDaemon {
                 "GEMINID_SYSTEM_SETTINGS",
                 self.home().join("no-system-settings.json"),
             )
+            // Folder trust is on by default, as in Gemini CLI; tests of
+            // workspace settings trust their temporary folders (the trust
+            // tests set this to "" to see the trust file decide).
+            .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
             .env_remove("GEMINI_API_KEY")
             .env_remove("GEMINI_MODEL")
             .env_remove("GOOGLE_GEMINI_BASE_URL")

@@ -138,5 +138,24 @@ async fn status(ctx: &Ctx) -> Outcome {
             println!("               not used: {note}");
         }
     }
+    if let Some(error) = &status.store_error {
+        println!("  store        {error}");
+    }
+    if !status.config_problems.is_empty() {
+        println!("  configuration problems:");
+        for p in &status.config_problems {
+            let line = p.line.map(|l| format!(":{l}")).unwrap_or_default();
+            println!("    [{}] {}{line}: {}", p.area, p.file, p.message);
+            if let Some(kept) = &p.kept {
+                println!("        {kept}");
+            }
+        }
+    }
+    if !status.unused_settings.is_empty() {
+        println!("  unused settings (not read by geminid; a typo?):");
+        for key in &status.unused_settings {
+            println!("    {key}");
+        }
+    }
     Ok(exit::OK)
 }

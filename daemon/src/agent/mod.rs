@@ -18,4 +18,4 @@ mod turn;
 pub use conversation::{AppendError, Conversation, MAX_HISTORY_PAGE};
 pub use queue::PromptQueue;
 pub use responses::{function_responses, not_run};
-pub use turn::{TurnEnd, TurnLimits, TurnLine, TurnMsg, TurnSpec, run};
+pub use turn::{ToolsReady, TurnEnd, TurnLimits, TurnLine, TurnMsg, TurnSpec, run};

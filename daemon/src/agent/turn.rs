@@ -75,11 +75,25 @@ pub struct TurnSpec {
     pub history: Vec<Content>,
     pub model: Arc<dyn Model>,
     pub tools: Vec<Value>,
+    /// MCP servers still connecting that the session will see: the turn
+    /// says it waits for them, waits (bounded), and takes the tools again.
+    pub tools_ready: Option<ToolsReady>,
     pub workspace: String,
     pub memory: Arc<crate::memory::MemoryCache>,
     pub limits: TurnLimits,
     pub cancel: CancellationToken,
 }
+
+/// What a turn waits for before its first request: the servers' names and
+/// a future giving the tools once they are connected (or the wait is over).
+pub struct ToolsReady {
+    pub servers: Vec<String>,
+    pub bound: std::time::Duration,
+    /// In a mutex only so that the spec stays `Sync`; taken out to await.
+    pub tools: std::sync::Mutex<ReadyTools>,
+}
+
+pub type ReadyTools = std::pin::Pin<Box<dyn std::future::Future<Output = Vec<Value>> + Send>>;
 
 /// How a turn reaches its session: the actor hands every turn a function
 /// that forwards its messages, so this room never names the actor.
@@ -101,8 +115,25 @@ impl Sink {
 }
 
 /// Runs the turn to its end and reports it.
-pub async fn run(spec: TurnSpec, line: TurnLine) {
+pub async fn run(mut spec: TurnSpec, line: TurnLine) {
     let sink = Sink { line };
+    if let Some(ready) = spec.tools_ready.take() {
+        for server in &ready.servers {
+            sink.emit(EventPayload::McpServerStatus {
+                server: server.clone(),
+                status: "connecting".to_owned(),
+                message: Some(format!(
+                    "the prompt waits for this server to finish connecting (at most {} s)",
+                    ready.bound.as_secs()
+                )),
+            });
+        }
+        let tools = ready.tools.into_inner().unwrap_or_else(|e| e.into_inner());
+        tokio::select! {
+            tools = tools => spec.tools = tools,
+            () = spec.cancel.cancelled() => {}
+        }
+    }
     let mut usage = Usage::default();
     let end = drive(&spec, &sink, &mut usage).await;
     sink.send(TurnMsg::Finished(TurnEnd {

@@ -6,10 +6,11 @@
 //!   its MCP servers are connected in the background and shared by every
 //!   session; its discovery command runs in the daemon's working directory;
 //! * a workspace layer (`<root>/.gemini/settings.json`) is read when a
-//!   session is created in `root`. Its MCP servers are started then (once
-//!   per daemon) and, the registry being daemon-wide, their tools are
-//!   visible to every session. A workspace server never replaces a user
-//!   server of the same name and its `trust` is ignored: a cloned
+//!   session is created in `root`, if the folder is trusted (`trust.rs`).
+//!   Its MCP servers are started then (once per daemon) and their tools
+//!   belong to the sessions in `root` only (`ToolRegistry::get_in`): other
+//!   sessions neither see nor call them. A workspace server never replaces
+//!   a user server of the same name and its `trust` is ignored: a cloned
 //!   repository must not be able to grant itself unconfirmed calls.
 //!
 //! Trust: `trust: true` on a user-layer server becomes an allow rule for
@@ -75,7 +76,8 @@ impl Discovery {
         for problem in &loaded.problems {
             tracing::warn!(problem = %problem, "discovery settings");
         }
-        for problem in self.mcp.add(loaded.servers) {
+        let servers = admitted(loaded.servers.clone(), &[&loaded]);
+        for problem in self.mcp.add(servers) {
             tracing::warn!(problem = %problem, "discovery settings");
         }
         if loaded.discovery_command.is_some() {
@@ -87,32 +89,126 @@ impl Discovery {
         }
     }
 
-    /// Reads `<root>/.gemini/settings.json` the first time a session uses
-    /// `root` and starts its MCP servers (with `trust` forced off).
-    pub fn workspace_opened(&self, root: &Path) {
-        if !self
-            .workspaces
+    /// Reads `<root>/.gemini/settings.json` when a session is created in
+    /// `root` and starts (or, when their entries changed, restarts) its MCP
+    /// servers (with `trust` forced off), which
+    /// belong to the sessions in `root` only. The caller decided that the
+    /// folder is trusted (an untrusted folder's settings are never read).
+    /// Returns the problems found.
+    pub fn workspace_opened(&self, root: &Path) -> Vec<String> {
+        self.workspaces
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .insert(root.to_owned())
-        {
-            return;
-        }
+            .insert(root.to_owned());
         let path = root.join(".gemini/settings.json");
         if path == self.user_settings {
-            return;
+            return Vec::new();
         }
-        let loaded = settings::load(&path, &format!("workspace:{}", root.display()));
-        let servers = loaded
+        let scope = format!("workspace:{}", root.display());
+        let loaded = settings::load(&path, &scope);
+        if loaded.broken {
+            return loaded.problems;
+        }
+        let servers: Vec<_> = loaded
             .servers
+            .clone()
             .into_iter()
             .map(|mut s| {
                 s.trust = false;
                 s
             })
             .collect();
-        for problem in loaded.problems.iter().chain(&self.mcp.add(servers)) {
+        // `mcp.allowed` / `mcp.excluded` of the user and of the workspace
+        // both apply (a workspace cannot widen the user's list).
+        let user = settings::load(&self.user_settings, "user");
+        let servers = admitted(servers, &[&user, &loaded]);
+        for server in &servers {
+            self.registry.set_server_scope(&server.name, Some(root));
+        }
+        let mut problems = loaded.problems;
+        problems.extend(self.mcp.reconcile(&scope, servers));
+        for problem in &problems {
             tracing::warn!(problem = %problem, "workspace discovery settings");
+        }
+        problems
+    }
+
+    /// The user settings changed: MCP servers whose entry changed are
+    /// started, stopped or restarted (the others are left alone) and the
+    /// discovery command runs again if it changed. A file that cannot be
+    /// read or parsed changes nothing (its last good servers stay).
+    pub fn reload_user(self: &Arc<Self>) {
+        let loaded = settings::load(&self.user_settings, "user");
+        if loaded.broken {
+            return;
+        }
+        let servers = admitted(loaded.servers.clone(), &[&loaded]);
+        for problem in self.mcp.reconcile("user", servers) {
+            tracing::warn!(problem = %problem, "discovery settings");
+        }
+        let before = self.command_state();
+        let was = before
+            .as_ref()
+            .map(|c| (Some(c.discovery_command.clone()), c.call_command.clone()));
+        let now = (
+            loaded.discovery_command.clone(),
+            loaded.call_command.clone(),
+        );
+        let changed = match was {
+            Some(was) => was != now,
+            None => now.0.is_some(),
+        };
+        if changed {
+            let this = self.clone();
+            tokio::spawn(async move {
+                let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+                this.rediscover(&cwd).await;
+            });
+        }
+    }
+
+    /// The workspaces whose settings were read.
+    pub fn opened_workspaces(&self) -> Vec<PathBuf> {
+        self.workspaces
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    /// A workspace that is no longer trusted: its servers stop.
+    pub fn workspace_closed(self: &Arc<Self>, root: &Path) {
+        let scope = format!("workspace:{}", root.display());
+        self.mcp.reconcile(&scope, Vec::new());
+    }
+
+    /// The MCP servers a session rooted at `root` will see whose first
+    /// connection attempt has not finished yet.
+    pub fn connecting_for(&self, root: &Path) -> Vec<String> {
+        let mine = format!("workspace:{}", root.display());
+        self.mcp
+            .list()
+            .into_iter()
+            .filter(|s| (s.config.scope == "user" || s.config.scope == mine) && !s.attempted)
+            .map(|s| s.config.name)
+            .collect()
+    }
+
+    /// Waits until every one of `names` has finished a connection attempt
+    /// (connected or failed), at most `bound`.
+    pub async fn wait_attempted(&self, names: &[String], bound: std::time::Duration) {
+        let deadline = tokio::time::Instant::now() + bound;
+        while tokio::time::Instant::now() < deadline {
+            let pending = self
+                .mcp
+                .list()
+                .iter()
+                .any(|s| names.contains(&s.config.name) && !s.attempted);
+            if !pending {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(25)).await;
         }
     }
 
@@ -215,6 +311,23 @@ impl Discovery {
     pub async fn shutdown(&self) {
         self.mcp.shutdown().await;
     }
+}
+
+/// The servers every one of `lists` admits (`mcp.allowed`, `mcp.excluded`).
+fn admitted(
+    servers: Vec<settings::ServerConfig>,
+    lists: &[&settings::DiscoverySettings],
+) -> Vec<settings::ServerConfig> {
+    servers
+        .into_iter()
+        .filter(|s| {
+            let ok = lists.iter().all(|l| l.admits(&s.name));
+            if !ok {
+                tracing::info!(server = %s.name, "MCP server left out by mcp.allowed / mcp.excluded");
+            }
+            ok
+        })
+        .collect()
 }
 
 /// Allow rules for the `trust: true` servers of a settings document.

@@ -35,6 +35,8 @@ pub async fn run(
         .arg(script)
         .arg("sh")
         .args(args)
+        .env_clear()
+        .envs(crate::child_env::for_child())
         .current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

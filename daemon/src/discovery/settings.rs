@@ -81,6 +81,25 @@ pub struct DiscoverySettings {
     pub discovery_timeout: Option<Duration>,
     /// Entries that could not be used, with why.
     pub problems: Vec<String>,
+    /// The file could not be read or parsed at all: nothing in it is
+    /// known, so what was in force stays.
+    pub broken: bool,
+    /// `mcp.allowed`: only these servers start (when given).
+    pub allowed: Option<Vec<String>>,
+    /// `mcp.excluded`: these servers never start.
+    pub excluded: Vec<String>,
+}
+
+impl DiscoverySettings {
+    /// Whether `mcp.allowed` / `mcp.excluded` of this file let `server`
+    /// start (`excluded` wins).
+    pub fn admits(&self, server: &str) -> bool {
+        !self.excluded.iter().any(|n| n == server)
+            && self
+                .allowed
+                .as_ref()
+                .is_none_or(|list| list.iter().any(|n| n == server))
+    }
 }
 
 /// Reads `path`; a missing file is empty settings, a broken one a problem.
@@ -91,14 +110,16 @@ pub fn load(path: &Path, scope: &str) -> DiscoverySettings {
         Err(e) => {
             return DiscoverySettings {
                 problems: vec![format!("{}: cannot read: {e}", path.display())],
+                broken: true,
                 ..Default::default()
             };
         }
     };
-    match serde_json::from_str::<Value>(&text) {
+    match crate::jsonc::parse(&text) {
         Ok(value) => parse(&value, scope),
         Err(e) => DiscoverySettings {
             problems: vec![format!("{}: not valid JSON: {e}", path.display())],
+            broken: true,
             ..Default::default()
         },
     }
@@ -123,6 +144,15 @@ pub fn parse(value: &Value, scope: &str) -> DiscoverySettings {
         .and_then(Value::as_u64)
         .filter(|ms| *ms > 0)
         .map(Duration::from_millis);
+    let names = |pointer: &str| {
+        value.pointer(pointer).and_then(Value::as_array).map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_owned))
+                .collect::<Vec<_>>()
+        })
+    };
+    out.allowed = names("/mcp/allowed");
+    out.excluded = names("/mcp/excluded").unwrap_or_default();
     if let Some(servers) = value.get("mcpServers").and_then(Value::as_object) {
         for (name, entry) in servers {
             match server(name, entry, scope) {
@@ -157,6 +187,16 @@ fn server(name: &str, entry: &Value, scope: &str) -> Result<ServerConfig, String
             })
             .unwrap_or_default()
     };
+    let mut env = map("env");
+    // As 0.61: an `env` entry that makes the child run other code
+    // (`LD_PRELOAD`, `NODE_OPTIONS`, ...) is dropped.
+    env.retain(|key, _| {
+        let dangerous = crate::child_env::is_dangerous_override(key);
+        if dangerous {
+            tracing::warn!(server = name, key, "dangerous environment override dropped");
+        }
+        !dangerous
+    });
     // The reference's precedence: httpUrl, then url, then command.
     let transport = if let Some(url) = text("httpUrl") {
         Transport::Http { url }
@@ -166,7 +206,7 @@ fn server(name: &str, entry: &Value, scope: &str) -> Result<ServerConfig, String
         Transport::Stdio {
             command,
             args: strings("args").unwrap_or_default(),
-            env: map("env"),
+            env,
             cwd: text("cwd").map(PathBuf::from),
         }
     } else {
@@ -191,8 +231,9 @@ fn server(name: &str, entry: &Value, scope: &str) -> Result<ServerConfig, String
     })
 }
 
-/// `$VAR` and `${VAR}` from the daemon's environment, as the reference does
-/// for `env` and `headers` values.
+/// `$VAR` and `${VAR}` from the daemon's environment without its secrets
+/// (`child_env`), as the reference does for `env` and `headers` values: a
+/// secret must be written into the entry itself to reach the server.
 fn expand_env(text: &str) -> String {
     let re = regex::Regex::new(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))");
     let Ok(re) = re else {
@@ -203,7 +244,10 @@ fn expand_env(text: &str) -> String {
             .get(1)
             .or_else(|| caps.get(2))
             .map_or("", |m| m.as_str());
-        std::env::var(name).unwrap_or_default()
+        std::env::var(name)
+            .ok()
+            .filter(|value| !crate::child_env::redacts_now(name, value))
+            .unwrap_or_default()
     })
     .into_owned()
 }

@@ -15,7 +15,13 @@ use super::{Memory, file_names_from_setting, load, watched_paths};
 pub struct MemoryCache {
     user_gemini_dir: PathBuf,
     entries: Mutex<HashMap<PathBuf, Arc<Entry>>>,
+    /// Whether a workspace's own settings may be read (folder trust);
+    /// unset: they may.
+    trusted: Mutex<Option<TrustFn>>,
 }
+
+/// Whether the folder at the path is trusted.
+pub type TrustFn = Arc<dyn Fn(&Path) -> bool + Send + Sync>;
 
 struct Entry {
     memory: Mutex<Arc<Memory>>,
@@ -28,7 +34,14 @@ impl MemoryCache {
         MemoryCache {
             user_gemini_dir: user_gemini_dir.to_path_buf(),
             entries: Mutex::new(HashMap::new()),
+            trusted: Mutex::new(None),
         }
+    }
+
+    /// From now on, an untrusted workspace's `context.fileName` is not
+    /// read (its settings are not loaded at all).
+    pub fn set_trust(&self, trusted: TrustFn) {
+        *self.trusted.lock().unwrap_or_else(|e| e.into_inner()) = Some(trusted);
     }
 
     /// The memory of `workspace`, loaded again if something changed.
@@ -85,11 +98,19 @@ impl MemoryCache {
     fn file_names(&self, workspace: &Path) -> Vec<String> {
         let setting = |path: PathBuf| -> Option<serde_json::Value> {
             let text = std::fs::read_to_string(path).ok()?;
-            let value: serde_json::Value = serde_json::from_str(&text).ok()?;
+            let value: serde_json::Value = crate::jsonc::parse(&text).ok()?;
             let names = value.get("context")?.get("fileName")?.clone();
             Some(names)
         };
-        let value = setting(workspace.join(".gemini/settings.json"))
+        let trusted = self
+            .trusted
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .is_none_or(|trusted| trusted(workspace));
+        let value = trusted
+            .then(|| setting(workspace.join(".gemini/settings.json")))
+            .flatten()
             .or_else(|| setting(self.user_gemini_dir.join("settings.json")));
         file_names_from_setting(value.as_ref()).unwrap_or_else(|e| {
             tracing::warn!(error = %e, "memory file name setting ignored");
@@ -126,7 +147,9 @@ fn watch(
                 .is_some_and(|n| names.contains(n))
     };
     let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+        // Opens and closes are reads (ours included), not changes.
         if let Ok(event) = event
+            && !matches!(event.kind, notify::EventKind::Access(_))
             && event.paths.iter().any(|p| relevant(p))
         {
             stale.store(true, Ordering::Release);

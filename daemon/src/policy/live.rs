@@ -6,15 +6,15 @@
 //! A file that fails to load keeps the rules it had before (when it had
 //! any); its problems are logged and reported to clients.
 
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
-use std::time::Duration;
-
-use notify::{RecursiveMode, Watcher};
-use serde_json::Value;
 
 use super::dir::{admin_dir_refusal, policy_files};
+use crate::problems::ConfigProblem;
+use crate::watch::WatchSet;
+
 use super::{
     PolicyEngine, PolicyRule, SavedRule, Tier, default_rules, parse_policy, save_always_allow,
     settings_rules,
@@ -39,34 +39,29 @@ impl PolicySources {
     pub fn saved_file(&self) -> PathBuf {
         self.user_dir.join("geminid-always-allow.toml")
     }
-
-    fn watched_dirs(&self) -> Vec<PathBuf> {
-        let mut dirs = vec![self.user_dir.clone(), self.admin_dir.clone()];
-        for file in &self.settings_files {
-            if let Some(parent) = file.parent() {
-                dirs.push(parent.to_path_buf());
-            }
-        }
-        if let Some(parent) = self.user_dir.parent() {
-            dirs.push(parent.to_path_buf());
-        }
-        dirs.sort();
-        dirs.dedup();
-        dirs
-    }
 }
 
 /// The live policy, shared by every session.
 pub struct LivePolicy {
     sources: PolicySources,
     engine: RwLock<Arc<PolicyEngine>>,
-    /// The last good rules of each source file.
-    by_file: Mutex<BTreeMap<PathBuf, Vec<PolicyRule>>>,
-    problems: RwLock<Vec<String>>,
+    /// What each source file held when last read, and its last good rules.
+    by_file: Mutex<BTreeMap<PathBuf, FileState>>,
+    problems: RwLock<Vec<ConfigProblem>>,
+}
+
+/// One source file as last read.
+struct FileState {
+    /// The text read last (good or not): the same text is not parsed again.
+    text: String,
+    /// The rules in force from this file (the last good ones).
+    rules: Vec<PolicyRule>,
+    /// What is wrong with `text`, and what was kept instead.
+    problems: Vec<ConfigProblem>,
 }
 
 impl LivePolicy {
-    /// Loads every source. Problems are returned (and kept for `problems`).
+    /// Loads every source. Problems are kept for `problems`.
     pub fn load(sources: PolicySources) -> Arc<LivePolicy> {
         let live = Arc::new(LivePolicy {
             sources,
@@ -74,7 +69,7 @@ impl LivePolicy {
             by_file: Mutex::new(BTreeMap::new()),
             problems: RwLock::new(Vec::new()),
         });
-        live.reload();
+        live.reload_all();
         live
     }
 
@@ -86,39 +81,70 @@ impl LivePolicy {
             .clone()
     }
 
-    /// Problems found by the last load.
+    /// Every problem of the sources as they are now, for people.
     pub fn problems(&self) -> Vec<String> {
+        self.config_problems()
+            .iter()
+            .map(ToString::to_string)
+            .collect()
+    }
+
+    /// Every problem of the sources as they are now.
+    pub fn config_problems(&self) -> Vec<ConfigProblem> {
         self.problems
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
     }
 
-    /// Reads every source again and swaps the rule set. Returns the problems.
-    pub fn reload(&self) -> Vec<String> {
+    /// Reads every source again, parses only files whose text changed, and
+    /// swaps the rule set when anything did. Returns whether it did.
+    pub fn reload(&self) -> bool {
+        self.reload_all()
+    }
+
+    fn reload_all(&self) -> bool {
         let mut problems = Vec::new();
         let mut by_file = self.by_file.lock().unwrap_or_else(|e| e.into_inner());
         let mut seen = Vec::new();
+        let mut changed = false;
         for (path, tier) in self.policy_files(&mut problems) {
             seen.push(path.clone());
-            let loaded = match std::fs::read_to_string(&path) {
-                Ok(text) => parse_policy(&text, &path.display().to_string(), tier),
-                Err(e) => {
-                    problems.push(format!("{}: cannot read: {e}", path.display()));
-                    continue;
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    changed |= refresh(&mut by_file, &path, text, |text| {
+                        let (rules, errors) = parse_policy(text, &path.display().to_string(), tier);
+                        let file = path.display().to_string();
+                        let errors = errors
+                            .iter()
+                            .map(|e| ConfigProblem::new(file.clone(), e.to_string()))
+                            .collect();
+                        (rules, errors)
+                    });
                 }
-            };
-            keep_or_replace(&mut by_file, path, loaded, &mut problems);
+                Err(e) => {
+                    problems.push(cannot_read(&path, &e, by_file.contains_key(&path)));
+                    if by_file.contains_key(&path) {
+                        seen.push(path.clone());
+                    }
+                }
+            }
         }
         for path in &self.sources.settings_files {
-            match settings_file_rules(path) {
-                Ok(Some(rules)) => {
-                    by_file.insert(path.clone(), rules);
+            match std::fs::read_to_string(path) {
+                Ok(text) => {
                     seen.push(path.clone());
+                    changed |=
+                        refresh(&mut by_file, path, text, |text| {
+                            match settings_file_rules(path, text) {
+                                Ok(rules) => (rules, Vec::new()),
+                                Err(problem) => (Vec::new(), vec![problem]),
+                            }
+                        });
                 }
-                Ok(None) => {}
-                Err(problem) => {
-                    problems.push(problem);
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    problems.push(cannot_read(path, &e, by_file.contains_key(path)));
                     if by_file.contains_key(path) {
                         seen.push(path.clone());
                     }
@@ -126,32 +152,45 @@ impl LivePolicy {
             }
         }
         // Files that are gone take their rules with them.
+        let before = by_file.len();
         by_file.retain(|path, _| seen.contains(path));
-        let mut rules = default_rules();
-        for file_rules in by_file.values() {
-            rules.extend(file_rules.iter().cloned());
+        changed |= by_file.len() != before;
+        for state in by_file.values() {
+            problems.extend(state.problems.iter().cloned());
+        }
+        if changed {
+            let mut rules = default_rules();
+            for state in by_file.values() {
+                rules.extend(state.rules.iter().cloned());
+            }
+            *self.engine.write().unwrap_or_else(|e| e.into_inner()) =
+                Arc::new(PolicyEngine::new(rules));
         }
         drop(by_file);
-        *self.engine.write().unwrap_or_else(|e| e.into_inner()) =
-            Arc::new(PolicyEngine::new(rules));
-        for problem in &problems {
-            tracing::warn!(problem = %problem, "policy");
-        }
-        *self.problems.write().unwrap_or_else(|e| e.into_inner()) = problems.clone();
-        problems
+        *self.problems.write().unwrap_or_else(|e| e.into_inner()) = problems;
+        changed
     }
 
     /// `(path, tier)` of every policy file, admin tier only when the
     /// directory is trustworthy.
-    fn policy_files(&self, problems: &mut Vec<String>) -> Vec<(PathBuf, Tier)> {
+    fn policy_files(&self, problems: &mut Vec<ConfigProblem>) -> Vec<(PathBuf, Tier)> {
         let mut files = Vec::new();
         let mut add = |dir: &Path, tier: Tier| match policy_files(dir) {
             Ok(found) => files.extend(found.into_iter().map(|p| (p, tier))),
-            Err(e) => problems.push(e.to_string()),
+            Err(e) => problems.push(
+                ConfigProblem::new(dir.display().to_string(), e.to_string())
+                    .kept("none of its files are read"),
+            ),
         };
         add(&self.sources.user_dir, Tier::User);
         match admin_dir_refusal(&self.sources.admin_dir) {
-            Some(refusal) => problems.push(refusal.to_string()),
+            Some(refusal) => problems.push(
+                ConfigProblem::new(
+                    self.sources.admin_dir.display().to_string(),
+                    refusal.to_string(),
+                )
+                .kept("admin policies ignored"),
+            ),
             None => add(&self.sources.admin_dir, Tier::Admin),
         }
         files
@@ -169,83 +208,77 @@ impl LivePolicy {
         Ok(())
     }
 
-    /// Watches the sources and reloads on change, calling `report` with
-    /// the problems of each reload that has any. The watcher lives as long
-    /// as the returned value.
-    pub fn watch(
-        self: &Arc<Self>,
-        report: impl Fn(Vec<String>) + Send + 'static,
-    ) -> notify::Result<PolicyWatcher> {
-        let (tx, rx) = std::sync::mpsc::channel::<()>();
-        let mut watcher =
-            notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-                if event.is_ok() {
-                    let _ = tx.send(());
-                }
-            })?;
-        for dir in self.sources.watched_dirs() {
-            if dir.is_dir() {
-                watcher.watch(&dir, RecursiveMode::NonRecursive)?;
-            }
+    /// What to watch: the policy directories (also before they exist) and
+    /// the settings files.
+    pub fn watch_set(&self) -> WatchSet {
+        let mut set = WatchSet::default()
+            .dir(&self.sources.user_dir)
+            .dir(&self.sources.admin_dir);
+        for file in &self.sources.settings_files {
+            set = set.file(file);
         }
-        let live = Arc::clone(self);
-        std::thread::Builder::new()
-            .name("policy-reload".into())
-            .spawn(move || {
-                while rx.recv().is_ok() {
-                    // Editors write in several steps: settle first.
-                    std::thread::sleep(Duration::from_millis(50));
-                    while rx.try_recv().is_ok() {}
-                    let problems = live.reload();
-                    if !problems.is_empty() {
-                        report(problems);
-                    }
-                }
-            })
-            .map_err(|e| notify::Error::generic(&e.to_string()))?;
-        Ok(PolicyWatcher { _watcher: watcher })
+        set
     }
 }
 
-/// Keeps the file watcher alive.
-pub struct PolicyWatcher {
-    _watcher: notify::RecommendedWatcher,
+/// Takes `text` as the file's content: parsed only when it differs from
+/// the text read last. A text with problems keeps the rules the file had
+/// before (when it had any). Returns whether the content changed.
+fn refresh(
+    by_file: &mut BTreeMap<PathBuf, FileState>,
+    path: &Path,
+    text: String,
+    parse: impl FnOnce(&str) -> (Vec<PolicyRule>, Vec<ConfigProblem>),
+) -> bool {
+    if by_file.get(path).is_some_and(|s| s.text == text) {
+        return false;
+    }
+    let (rules, problems) = parse(&text);
+    let (rules, kept) = match by_file.get(path) {
+        Some(old) if !problems.is_empty() => {
+            let kept = format!(
+                "kept the {} rule(s) the file had before this change",
+                old.rules.len()
+            );
+            (old.rules.clone(), kept)
+        }
+        _ => {
+            let kept = format!("loaded the {} rule(s) that could be read", rules.len());
+            (rules, kept)
+        }
+    };
+    let problems = problems.into_iter().map(|p| p.kept(kept.clone())).collect();
+    by_file.insert(
+        path.to_path_buf(),
+        FileState {
+            text,
+            rules,
+            problems,
+        },
+    );
+    true
 }
 
-/// A file with load errors keeps its previous rules if it had any.
-fn keep_or_replace(
-    by_file: &mut BTreeMap<PathBuf, Vec<PolicyRule>>,
-    path: PathBuf,
-    (rules, errors): (Vec<PolicyRule>, Vec<super::PolicyLoadError>),
-    problems: &mut Vec<String>,
-) {
-    if errors.is_empty() {
-        by_file.insert(path, rules);
-        return;
-    }
-    problems.extend(errors.iter().map(|e| e.to_string()));
-    match by_file.entry(path) {
-        std::collections::btree_map::Entry::Occupied(kept) => problems.push(format!(
-            "{}: keeping the rules it had before this change",
-            kept.key().display()
-        )),
-        std::collections::btree_map::Entry::Vacant(slot) => {
-            slot.insert(rules);
-        }
+fn cannot_read(path: &Path, e: &std::io::Error, had_rules: bool) -> ConfigProblem {
+    let problem = ConfigProblem::new(path.display().to_string(), format!("cannot read: {e}"));
+    if had_rules {
+        problem.kept("kept the rules it had")
+    } else {
+        problem.kept("no rules from it")
     }
 }
 
 /// Rules from one settings.json: `tools.core`, `tools.exclude`,
 /// `tools.allowed` (and the older top-level `coreTools`, `excludeTools`,
-/// `allowedTools`). `Ok(None)` when the file does not exist.
-fn settings_file_rules(path: &Path) -> Result<Option<Vec<PolicyRule>>, String> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("{}: cannot read: {e}", path.display())),
-    };
-    let value: Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{}: not valid JSON: {e}", path.display()))?;
+/// `allowedTools`).
+fn settings_file_rules(path: &Path, text: &str) -> Result<Vec<PolicyRule>, ConfigProblem> {
+    let value: Value = crate::jsonc::parse(text).map_err(|e| {
+        ConfigProblem::new(
+            path.display().to_string(),
+            format!("not valid JSON: {}", e.message),
+        )
+        .at_line(Some(e.line))
+    })?;
     let list = |nested: &str, legacy: &str| -> Vec<String> {
         value
             .pointer(&format!("/tools/{nested}"))
@@ -271,5 +304,5 @@ fn settings_file_rules(path: &Path) -> Result<Option<Vec<PolicyRule>>, String> {
         &value,
         &path.display().to_string(),
     ));
-    Ok(Some(rules))
+    Ok(rules)
 }

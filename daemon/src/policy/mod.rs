@@ -74,7 +74,7 @@ pub use defaults::default_rules;
 pub use dir::{DirMeta, admin_dir_problem, admin_dir_refusal, load_admin_dir, load_dir};
 pub use engine::{PolicyEngine, PolicyInput, PolicyVerdict, SubcommandVerdict};
 pub use error::{PolicyLoadError, PolicySaveError};
-pub use live::{LivePolicy, PolicySources, PolicyWatcher};
+pub use live::{LivePolicy, PolicySources};
 pub use load::parse_policy;
 pub use matcher::stable_json;
 pub use rule::{

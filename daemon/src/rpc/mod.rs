@@ -126,6 +126,13 @@ impl GeminidApiServer for RpcHandler {
             model: Some(wire::model_status(&d.model.config(None))),
             store_error,
             outbound_bytes: Some(d.outbound.total() as u64),
+            config_problems: d
+                .problems
+                .all()
+                .iter()
+                .map(|(area, p)| wire::config_problem(area, p))
+                .collect(),
+            unused_settings: d.unused_settings(),
         })
     }
 
@@ -149,7 +156,10 @@ impl GeminidApiServer for RpcHandler {
             .sessions
             .create(NewSession {
                 cwd,
-                approval_mode: wire::approval_mode_from(approval_mode.unwrap_or_default()),
+                // Without one: `general.defaultApprovalMode`.
+                approval_mode: approval_mode
+                    .map(wire::approval_mode_from)
+                    .unwrap_or_else(|| self.daemon.default_approval_mode()),
                 title,
                 interactive: interactive.unwrap_or(true),
                 force: force.unwrap_or(false),
@@ -160,10 +170,12 @@ impl GeminidApiServer for RpcHandler {
             })
             .await?;
         let info = self.info(&handle).await?;
-        // The workspace layer's MCP servers start with its first session.
-        self.daemon
-            .discovery
-            .workspace_opened(std::path::Path::new(&info.cwd));
+        // The workspace layer's MCP servers start with its first session
+        // (when the folder is trusted).
+        let daemon = self.daemon.clone();
+        let root = std::path::PathBuf::from(&info.cwd);
+        let opened = handle.clone();
+        let _ = tokio::task::spawn_blocking(move || daemon.workspace_opened(&root, &opened)).await;
         Ok(info)
     }
 
@@ -245,13 +257,18 @@ impl GeminidApiServer for RpcHandler {
     }
 
     async fn list_tools(&self, session_id: Option<String>) -> RpcResult<Vec<ToolInfo>> {
-        if let Some(id) = session_id {
-            self.session(&id)?;
-        }
-        Ok(self
-            .daemon
-            .registry
-            .all()
+        // With a session: the tools that session may use (another
+        // workspace's MCP servers left out).
+        let tools = match session_id {
+            Some(id) => {
+                let (record, _) = self.session(&id)?.info().await?;
+                self.daemon
+                    .registry
+                    .all_in(std::path::Path::new(&record.cwd))
+            }
+            None => self.daemon.registry.all(),
+        };
+        Ok(tools
             .iter()
             .map(|t| wire::tool_info(t.tool.as_ref()))
             .collect())

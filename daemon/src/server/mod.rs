@@ -1,8 +1,9 @@
 //! The server: listen, accept, serve each connection, shut down in order.
 //!
-//! Shutdown (SIGTERM, SIGINT or `daemon.shutdown`): stop accepting, cancel
-//! running calls and persist their outcome, flush the store, close the
-//! connections, exit 0.
+//! Shutdown (SIGTERM, SIGINT or `daemon.shutdown`): tell systemd
+//! STOPPING=1, stop accepting, cancel running calls and persist their
+//! outcome, flush the store, close the connections, exit 0. SIGHUP reads
+//! the configuration again (as a watched file change does).
 
 mod admission;
 mod connection;
@@ -41,6 +42,7 @@ pub async fn run(mut config: DaemonConfig) -> Result<(), RunError> {
     // can connect must already mean an orderly stop.
     let shutdown = CancellationToken::new();
     spawn_signal_handler(shutdown.clone());
+    let hangup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup());
     let listening = match listener::from_systemd()? {
         Some(l) => {
             // Report where systemd actually listens, not our default.
@@ -60,6 +62,10 @@ pub async fn run(mut config: DaemonConfig) -> Result<(), RunError> {
     // The data dir is ours now: what a daemon killed before left running
     // on it ends before anything new starts.
     crate::tools::builtin::shell_reap::reap_previous_run(&daemon.config.data_dir).await;
+    match hangup {
+        Ok(hangup) => spawn_reload_on_hangup(&daemon, hangup),
+        Err(e) => tracing::error!(error = %e, "cannot install the SIGHUP handler"),
+    }
     crate::heap::keep_large_buffers();
     serve(daemon, listening).await
 }
@@ -136,6 +142,7 @@ pub async fn serve(daemon: Arc<Daemon>, listening: listener::Listening) -> Resul
     }
 
     tracing::info!("shutting down: no new connections; cancelling running calls");
+    let _ = sd_notify::notify(false, &[sd_notify::NotifyState::Stopping]);
     if let Some(path) = &listening.owned_path {
         let _ = std::fs::remove_file(path);
     }
@@ -197,6 +204,23 @@ fn peer_is_us(stream: &UnixStream, my_uid: u32) -> bool {
             false
         }
     }
+}
+
+/// SIGHUP: read the configuration again, off the async workers.
+fn spawn_reload_on_hangup(daemon: &Arc<Daemon>, mut hangup: tokio::signal::unix::Signal) {
+    let weak = Arc::downgrade(daemon);
+    let stop = daemon.shutdown.clone();
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                got = hangup.recv() => if got.is_none() { return },
+                () = stop.cancelled() => return,
+            }
+            tracing::info!("SIGHUP received: reading the configuration again");
+            let Some(daemon) = weak.upgrade() else { return };
+            let _ = tokio::task::spawn_blocking(move || daemon.config_changed()).await;
+        }
+    });
 }
 
 /// Installs the SIGTERM/SIGINT handlers now (not when a task first runs:

@@ -85,6 +85,9 @@ pub struct ActorDeps {
     /// Where sessions' long shell outputs are saved, one directory per
     /// session (removed with the session).
     pub shell_output: std::path::PathBuf,
+    /// MCP servers and discovered tools: a prompt waits for the servers
+    /// its session will see.
+    pub discovery: Arc<crate::discovery::Discovery>,
 }
 
 pub(super) struct Actor {
@@ -136,7 +139,9 @@ pub fn spawn(
     record.root_ino = Some(id.ino);
     let (settings, problems) = ToolSettings::load(&deps.user_settings);
     for problem in problems {
-        tracing::warn!(session = %record.id, "settings: {problem}");
+        // `daemon.status` lists the file's problems; one line per session
+        // would repeat them.
+        tracing::debug!(session = %record.id, "settings: {problem}");
     }
     let mut ctx = ToolContext::pinned(root, Vec::new(), settings);
     ctx.session_id = Some(record.id.clone());

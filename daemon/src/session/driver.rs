@@ -270,11 +270,13 @@ impl Actor {
         let Some(call) = self.scheduler.call(&call_id) else {
             return;
         };
-        let Some(tool) = self.deps.registry.get(&call.name) else {
+        // Another workspace's MCP tools do not exist for this session.
+        let root = std::path::Path::new(&self.record.cwd);
+        let Some(tool) = self.deps.registry.get_in(&call.name, root) else {
             let names: Vec<String> = self
                 .deps
                 .registry
-                .all()
+                .all_in(root)
                 .iter()
                 .map(|t| t.tool.name().to_owned())
                 .collect();

@@ -99,7 +99,11 @@ impl Actor {
             text: prompt.text,
             history,
             model,
-            tools: crate::tools::declarations::declarations(&self.deps.registry),
+            tools: crate::tools::declarations::declarations_in(
+                &self.deps.registry,
+                std::path::Path::new(&self.record.cwd),
+            ),
+            tools_ready: self.tools_ready(),
             workspace: self.record.cwd.clone(),
             memory: self.deps.memory.clone(),
             limits: self.deps.turn_limits,
@@ -265,5 +269,31 @@ mod title_tests {
         assert_eq!(super::title_of("\n  fix the build \nmore"), "fix the build");
         let long = "x".repeat(70);
         assert_eq!(super::title_of(&long).chars().count(), 61);
+    }
+}
+
+/// How long a prompt waits for the MCP servers its session will see.
+pub const MCP_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
+
+impl Actor {
+    /// When MCP servers this session will see are still connecting (a new
+    /// session's first prompt, typically): what the turn waits for.
+    fn tools_ready(&self) -> Option<crate::agent::ToolsReady> {
+        let root = std::path::PathBuf::from(&self.record.cwd);
+        let servers = self.deps.discovery.connecting_for(&root);
+        if servers.is_empty() {
+            return None;
+        }
+        let discovery = self.deps.discovery.clone();
+        let registry = self.deps.registry.clone();
+        let names = servers.clone();
+        Some(crate::agent::ToolsReady {
+            servers,
+            bound: MCP_WAIT,
+            tools: std::sync::Mutex::new(Box::pin(async move {
+                discovery.wait_attempted(&names, MCP_WAIT).await;
+                crate::tools::declarations::declarations_in(&registry, &root)
+            })),
+        })
     }
 }

@@ -69,6 +69,17 @@ pub fn declarations(registry: &ToolRegistry) -> Vec<Value> {
         .collect()
 }
 
+/// Declarations of the tools a session rooted at `root` may use (another
+/// workspace's MCP servers left out), sorted by name.
+pub fn declarations_in(registry: &ToolRegistry, root: &std::path::Path) -> Vec<Value> {
+    let mut tools = registry.all_in(root);
+    tools.sort_by(|a, b| a.tool.name().cmp(b.tool.name()));
+    tools
+        .iter()
+        .map(|t| function_declaration(t.tool.as_ref()))
+        .collect()
+}
+
 /// A copy of `schema` the Gemini API accepts. Non-object values (a bare
 /// `true` schema) become an empty object schema.
 pub fn sanitize_schema(schema: &Value) -> Value {

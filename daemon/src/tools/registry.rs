@@ -1,6 +1,9 @@
-//! The tool registry: every tool the daemon knows, shared by all sessions.
+//! The tool registry: every tool the daemon knows, shared by all sessions,
+//! and which of them each session may see: an MCP server from a
+//! workspace's settings belongs to the sessions of that workspace only.
 
 use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
 use serde_json::Value;
@@ -34,6 +37,8 @@ pub struct ToolRegistry {
     /// Extra names that reach a registered tool without being listed (an
     /// MCP tool registered under its bare name is also `server__tool`).
     aliases: RwLock<BTreeMap<String, String>>,
+    /// MCP servers that belong to one workspace: server name -> root.
+    scopes: RwLock<BTreeMap<String, PathBuf>>,
 }
 
 impl ToolRegistry {
@@ -63,6 +68,48 @@ impl ToolRegistry {
             .get(name)
             .and_then(|target| tools.get(target))
             .cloned()
+    }
+
+    /// Marks `server`'s tools as belonging to the sessions rooted at
+    /// `root` (`None`: to every session).
+    pub fn set_server_scope(&self, server: &str, root: Option<&Path>) {
+        let mut scopes = self.scopes.write().unwrap_or_else(|e| e.into_inner());
+        match root {
+            Some(root) => scopes.insert(server.to_owned(), root.to_path_buf()),
+            None => scopes.remove(server),
+        };
+    }
+
+    /// The workspace `server` belongs to, when it belongs to one.
+    pub fn server_scope(&self, server: &str) -> Option<PathBuf> {
+        self.scopes
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(server)
+            .cloned()
+    }
+
+    /// Whether a session rooted at `root` may see `tool`.
+    fn visible(&self, tool: &RegisteredTool, root: &Path) -> bool {
+        let Some(server) = tool.tool.source().server().map(str::to_owned) else {
+            return true;
+        };
+        let scopes = self.scopes.read().unwrap_or_else(|e| e.into_inner());
+        scopes.get(&server).is_none_or(|owner| owner == root)
+    }
+
+    /// `get` for a session rooted at `root`: another workspace's MCP tools
+    /// are not there.
+    pub fn get_in(&self, name: &str, root: &Path) -> Option<RegisteredTool> {
+        self.get(name).filter(|t| self.visible(t, root))
+    }
+
+    /// `all` for a session rooted at `root`.
+    pub fn all_in(&self, root: &Path) -> Vec<RegisteredTool> {
+        self.all()
+            .into_iter()
+            .filter(|t| self.visible(t, root))
+            .collect()
     }
 
     /// Replaces, in one step, every tool whose source satisfies `owned` (and

@@ -76,7 +76,7 @@ impl ToolSettings {
                 );
             }
         };
-        match serde_json::from_str::<Value>(&text) {
+        match crate::jsonc::parse(&text) {
             Ok(value) => Self::parse(&value, &path.display().to_string()),
             Err(e) => (
                 ToolSettings::default(),

@@ -336,7 +336,11 @@ async fn connect_inner(
             cwd,
         } => {
             let mut cmd = tokio::process::Command::new(command);
+            // The daemon's environment without its secrets, then the
+            // server's own `env` (which may name secrets on purpose).
             cmd.args(args)
+                .env_clear()
+                .envs(crate::child_env::for_child())
                 .envs(env)
                 .process_group(0)
                 .kill_on_drop(true)

@@ -44,6 +44,8 @@ pub enum McpError {
 pub struct McpManager {
     registry: Arc<ToolRegistry>,
     servers: Mutex<BTreeMap<String, Arc<Server>>>,
+    /// Each server's own stop: a changed or removed entry stops only it.
+    stops: Mutex<BTreeMap<String, CancellationToken>>,
     on_status: StatusFn,
     announcements: announce::Announcements,
     stop: CancellationToken,
@@ -78,6 +80,7 @@ impl McpManager {
         Arc::new(McpManager {
             registry,
             servers: Mutex::new(BTreeMap::new()),
+            stops: Mutex::new(BTreeMap::new()),
             on_status,
             announcements: announce::Announcements::default(),
             stop: CancellationToken::new(),
@@ -111,10 +114,67 @@ impl McpManager {
             let server = Server::new(config);
             servers.insert(server.name().to_owned(), server.clone());
             drop(servers);
+            let stop = self.stop.child_token();
+            self.stops
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(server.name().to_owned(), stop.clone());
             let relay: Arc<dyn Events> = Arc::new(Relay(Arc::downgrade(self)));
-            self.tasks.spawn(server.run(relay, self.stop.child_token()));
+            self.tasks.spawn(server.run(relay, stop));
         }
         ignored
+    }
+
+    /// Makes the servers of `scope` (`user`, `workspace:<root>`) exactly
+    /// `configs`: a server whose entry is unchanged is left alone (its
+    /// running calls go on), one whose entry changed is stopped and started
+    /// again, one no longer listed is stopped and its tools leave the
+    /// registry, a new one is started. Returns the problems of `add`.
+    pub fn reconcile(self: &Arc<Self>, scope: &str, configs: Vec<ServerConfig>) -> Vec<String> {
+        let mut wanted: BTreeMap<String, ServerConfig> =
+            configs.into_iter().map(|c| (c.name.clone(), c)).collect();
+        let mut stopped = Vec::new();
+        {
+            let mut servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
+            let mut stops = self.stops.lock().unwrap_or_else(|e| e.into_inner());
+            let ours: Vec<String> = servers
+                .iter()
+                .filter(|(_, s)| s.config.scope == scope)
+                .map(|(name, _)| name.clone())
+                .collect();
+            for name in ours {
+                let unchanged = servers
+                    .get(&name)
+                    .is_some_and(|s| wanted.get(&name) == Some(&s.config));
+                if unchanged {
+                    wanted.remove(&name);
+                    continue;
+                }
+                servers.remove(&name);
+                if let Some(stop) = stops.remove(&name) {
+                    stop.cancel();
+                }
+                stopped.push(name);
+            }
+        }
+        for name in &stopped {
+            tracing::info!(server = %name, scope, "mcp server stopped: its settings entry changed or went away");
+            // Told to the sessions that saw it; a removed server is then
+            // forgotten (a restarted one keeps its workspace).
+            (self.on_status)(
+                name,
+                scope,
+                "disconnected",
+                Some("its settings entry changed or was removed"),
+            );
+            if !wanted.contains_key(name) {
+                self.registry.set_server_scope(name, None);
+            }
+        }
+        if !stopped.is_empty() {
+            self.sync_registry();
+        }
+        self.add(wanted.into_values().collect())
     }
 
     /// `not_started`, `in_progress` or `completed`.

@@ -168,6 +168,9 @@ pub async fn run_wrapped(
     let mut child = tokio::process::Command::new("bash")
         .arg("-c")
         .arg(script)
+        // The daemon's environment without its secrets (`child_env`).
+        .env_clear()
+        .envs(crate::child_env::for_child())
         .current_dir(cwd)
         .env("PWD", pwd)
         .env(MARKER_VAR, &marker)
