@@ -504,8 +504,10 @@ fn process_env(name: &str) -> Option<String> {
 
 fn read_settings(path: &Path) -> Value {
     match std::fs::read_to_string(path) {
-        Ok(text) => serde_json::from_str(&text).unwrap_or_else(|e| {
-            tracing::warn!(path = %path.display(), error = %e, "settings are not valid JSON; model settings ignored");
+        // JSON with comments, as 0.61; a broken file is reported once, with
+        // its line, by the configuration's problems (`daemon.status`).
+        Ok(text) => crate::jsonc::parse(&text).unwrap_or_else(|e| {
+            tracing::debug!(path = %path.display(), error = %e, "settings are not valid JSON; model settings ignored");
             Value::Null
         }),
         Err(_) => Value::Null,
