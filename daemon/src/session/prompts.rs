@@ -262,16 +262,6 @@ fn title_of(prompt: &str) -> String {
     title
 }
 
-#[cfg(test)]
-mod title_tests {
-    #[test]
-    fn a_title_is_the_first_line_cut_short() {
-        assert_eq!(super::title_of("\n  fix the build \nmore"), "fix the build");
-        let long = "x".repeat(70);
-        assert_eq!(super::title_of(&long).chars().count(), 61);
-    }
-}
-
 /// How long a prompt waits for the MCP servers its session will see.
 pub const MCP_WAIT: std::time::Duration = std::time::Duration::from_secs(15);
 
@@ -295,5 +285,15 @@ impl Actor {
                 crate::tools::declarations::declarations_in(&registry, &root)
             })),
         })
+    }
+}
+
+#[cfg(test)]
+mod title_tests {
+    #[test]
+    fn a_title_is_the_first_line_cut_short() {
+        assert_eq!(super::title_of("\n  fix the build \nmore"), "fix the build");
+        let long = "x".repeat(70);
+        assert_eq!(super::title_of(&long).chars().count(), 61);
     }
 }
