@@ -28,6 +28,9 @@ pub struct PolicySources {
     /// Admin-tier `*.toml` files; ignored unless owned by root and not
     /// writable by others.
     pub admin_dir: PathBuf,
+    /// Installed extensions (`~/.gemini/extensions`): each one's
+    /// `policies/*.toml` is the Extension tier (no allow, no yolo rules).
+    pub extensions_dir: Option<PathBuf>,
     /// settings.json files whose `tools.core` / `tools.exclude` /
     /// `tools.allowed` become rules (user tier).
     pub settings_files: Vec<PathBuf>,
@@ -40,8 +43,27 @@ impl PolicySources {
         self.user_dir.join("geminid-always-allow.toml")
     }
 
+    /// The `policies` directory of every installed extension.
+    fn extension_policy_dirs(&self) -> Vec<PathBuf> {
+        let Some(root) = &self.extensions_dir else {
+            return Vec::new();
+        };
+        let Ok(entries) = std::fs::read_dir(root) else {
+            return Vec::new();
+        };
+        let mut dirs: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path().join("policies"))
+            .filter(|p| p.is_dir())
+            .collect();
+        dirs.sort();
+        dirs
+    }
+
     fn watched_dirs(&self) -> Vec<PathBuf> {
         let mut dirs = vec![self.user_dir.clone(), self.admin_dir.clone()];
+        dirs.extend(self.extensions_dir.iter().cloned());
+        dirs.extend(self.extension_policy_dirs());
         for file in &self.settings_files {
             if let Some(parent) = file.parent() {
                 dirs.push(parent.to_path_buf());
@@ -150,6 +172,9 @@ impl LivePolicy {
             Err(e) => problems.push(e.to_string()),
         };
         add(&self.sources.user_dir, Tier::User);
+        for dir in self.sources.extension_policy_dirs() {
+            add(&dir, Tier::Extension);
+        }
         match admin_dir_refusal(&self.sources.admin_dir) {
             Some(refusal) => problems.push(refusal.to_string()),
             None => add(&self.sources.admin_dir, Tier::Admin),
@@ -219,11 +244,17 @@ fn keep_or_replace(
     (rules, errors): (Vec<PolicyRule>, Vec<super::PolicyLoadError>),
     problems: &mut Vec<String>,
 ) {
-    if errors.is_empty() {
+    problems.extend(errors.iter().map(|e| e.to_string()));
+    if errors.iter().all(super::PolicyLoadError::is_warning) {
         by_file.insert(path, rules);
         return;
     }
-    problems.extend(errors.iter().map(|e| e.to_string()));
+    if rules.iter().any(|r| r.floor) {
+        problems.push(format!(
+            "{}: the tools a rule that could not be read names ask (deny when non-interactive) until it is fixed",
+            path.display()
+        ));
+    }
     match by_file.entry(path) {
         std::collections::btree_map::Entry::Occupied(kept) => problems.push(format!(
             "{}: keeping the rules it had before this change",

@@ -10,7 +10,9 @@
 //! | `tools.core` with only shell prefixes | deny other shell commands | 250 | 2.250 |
 //!
 //! An entry `run_shell_command(git status)` (or `ShellTool(...)`) means the
-//! shell tool restricted to the command prefix `git status`. `tools.core`
+//! shell tool restricted to the command prefix `git status`. Tools may be
+//! named by 0.61's names (`grep_search`) and MCP tools by either naming
+//! (`server__tool`, `mcp_server_tool`, `mcp_server_*`). `tools.core`
 //! also denies MCP tools unless they are listed (`server__*` works).
 
 use crate::policy::rule::{Decision, PolicyRule, RuleSource, SHELL_TOOL_NAME, Tier};
@@ -34,12 +36,8 @@ pub fn parse_tool_entry(entry: &str) -> (String, Option<String>) {
         }
         _ => (entry, None),
     };
-    let name = if name == "ShellTool" {
-        SHELL_TOOL_NAME
-    } else {
-        name
-    };
-    (name.to_owned(), prefix)
+    // 0.61's names (`grep_search`, `ShellTool`) are the seed's tools.
+    (crate::policy::names::canonical(name).to_owned(), prefix)
 }
 
 fn rule_for(

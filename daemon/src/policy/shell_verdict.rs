@@ -112,6 +112,7 @@ impl PolicyEngine {
                 })
                 .collect(),
             reason,
+            deny_message: None,
         }
     }
 

@@ -245,14 +245,25 @@ impl GeminidApiServer for RpcHandler {
     }
 
     async fn list_tools(&self, session_id: Option<String>) -> RpcResult<Vec<ToolInfo>> {
-        if let Some(id) = session_id {
-            self.session(&id)?;
-        }
+        // A session sees the tools its policy does not deny outright.
+        let shown = match session_id {
+            Some(id) => {
+                let (record, _) = self.session(&id)?.info().await?;
+                Some((record.approval_mode, record.interactive))
+            }
+            None => None,
+        };
+        let engine = self.daemon.policy.engine();
         Ok(self
             .daemon
             .registry
             .all()
             .iter()
+            .filter(|t| {
+                shown.is_none_or(|(mode, interactive)| {
+                    crate::policy::shows_tool(&engine, t.tool.as_ref(), mode, interactive)
+                })
+            })
             .map(|t| wire::tool_info(t.tool.as_ref()))
             .collect())
     }

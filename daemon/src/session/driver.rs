@@ -416,10 +416,11 @@ impl Actor {
 }
 
 /// "policy: <reason> (<file> rule #<n>, <tier> tier)" for `decidedBy`.
-/// The policy's reason, naming the deciding rule once: the reason names
-/// it already when the rule decided the whole call.
+/// The policy's reason, naming the deciding rule once (the reason names
+/// it already when the rule decided the whole call); a deny's
+/// `denyMessage` first, since that is what the model is meant to read.
 fn explain(verdict: &PolicyVerdict) -> String {
-    match &verdict.rule {
+    let reason = match &verdict.rule {
         Some(rule)
             if !verdict
                 .reason
@@ -431,5 +432,9 @@ fn explain(verdict: &PolicyVerdict) -> String {
             )
         }
         Some(_) | None => format!("policy: {}", verdict.reason),
+    };
+    match &verdict.deny_message {
+        Some(message) => format!("{message} ({reason})"),
+        None => reason,
     }
 }

@@ -99,7 +99,13 @@ impl Actor {
             text: prompt.text,
             history,
             model,
-            tools: crate::tools::declarations::declarations(&self.deps.registry),
+            tools: {
+                let engine = self.deps.policy.engine();
+                let (mode, interactive) = (self.record.approval_mode, self.record.interactive);
+                crate::tools::declarations::declarations_where(&self.deps.registry, |tool| {
+                    crate::policy::shows_tool(&engine, tool, mode, interactive)
+                })
+            },
             workspace: self.record.cwd.clone(),
             memory: self.deps.memory.clone(),
             limits: self.deps.turn_limits,

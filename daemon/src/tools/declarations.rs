@@ -61,7 +61,17 @@ pub fn function_declaration(tool: &dyn Tool) -> Value {
 
 /// Declarations of every registered tool, sorted by name.
 pub fn declarations(registry: &ToolRegistry) -> Vec<Value> {
+    declarations_where(registry, |_| true)
+}
+
+/// The declarations of the tools `shown` keeps (a session's: the tools
+/// its policy does not deny outright), sorted by name.
+pub fn declarations_where(
+    registry: &ToolRegistry,
+    shown: impl Fn(&dyn Tool) -> bool,
+) -> Vec<Value> {
     let mut tools = registry.all();
+    tools.retain(|t| shown(t.tool.as_ref()));
     tools.sort_by(|a, b| a.tool.name().cmp(b.tool.name()));
     tools
         .iter()
