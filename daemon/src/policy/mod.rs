@@ -55,6 +55,7 @@
 //! * Session "always allow" answers only turn ask_user into allow; they never
 //!   lift a deny or an Admin-tier ask_user.
 
+mod dangerous;
 pub mod defaults;
 pub mod dir;
 pub mod engine;
