@@ -23,7 +23,7 @@ pub enum PolicyCommand {
         /// The workspace to check for [default: the current directory]
         #[arg(long)]
         cwd: Option<PathBuf>,
-        /// default, autoEdit or yolo
+        /// default, autoEdit, yolo or plan
         #[arg(long)]
         mode: Option<ApprovalMode>,
         /// Check as a non-interactive session (ask becomes deny)
