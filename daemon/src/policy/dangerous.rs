@@ -41,12 +41,9 @@ pub fn is_dangerous(words: &[String]) -> bool {
                 || a == "--hostname-bin"
                 || a.starts_with("--hostname-bin=")
         }),
-        "base64" => args.iter().any(|a| {
-            a == "-o"
-                || a == "--output"
-                || a.starts_with("--output=")
-                || (a.starts_with("-o") && a != "-o")
-        }),
+        "base64" => args
+            .iter()
+            .any(|a| a == "--output" || a.starts_with("--output=") || a.starts_with("-o")),
         "git" => git_is_dangerous(args),
         _ => false,
     }

@@ -186,18 +186,13 @@ pub(crate) fn rule_targets(rule: &PolicyRule, call: &CallView<'_>) -> bool {
     {
         return false;
     }
-    match rule.mcp_name.as_deref() {
-        None => {}
-        Some("*") => {
-            if call.server.is_none() {
-                return false;
-            }
-        }
-        Some(server) => {
-            if call.server != Some(server) {
-                return false;
-            }
-        }
+    let server_ok = match rule.mcp_name.as_deref() {
+        None => true,
+        Some("*") => call.server.is_some(),
+        Some(server) => call.server == Some(server),
+    };
+    if !server_ok {
+        return false;
     }
     if let Some(wanted) = &rule.tool_annotations {
         let Some(have) = call.annotations else {
