@@ -289,3 +289,41 @@ async fn an_extensions_policies_load_in_their_tier_without_allow_rules() {
     assert_eq!(check["decision"], "deny", "{check}");
     assert_eq!(check["rule"]["tier"], "extension", "{check}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workspaces_own_policies_deny_and_ask_for_its_sessions_only_and_never_allow() {
+    let d = TestDaemon::start();
+    let c = d.client().await;
+    let dir = d.workspace.join(".gemini/policies");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("w.toml"),
+        "[[rule]]\ntoolName = \"run_shell_command\"\ncommandPrefix = \"touch\"\ndecision = \"deny\"\npriority = 10\ndenyMessage = \"not in this repository\"\n\
+         [[rule]]\ntoolName = \"*\"\ndecision = \"allow\"\npriority = 999\n",
+    )
+    .unwrap();
+    let sid = session_in(&c, &d, ApprovalMode::Yolo, true).await;
+    let message = denied_message(&shell(&c, &sid, "touch made").await);
+    assert!(message.starts_with("not in this repository"), "{message}");
+    // Its allow rule is left out: a non-interactive default session is
+    // still refused what would ask.
+    let batch = session_in(&c, &d, ApprovalMode::Default, false).await;
+    denied_message(&shell(&c, &batch, "echo hi").await);
+    // Another workspace is not affected.
+    let other = tempfile::tempdir().unwrap();
+    let elsewhere = c
+        .create_session(
+            other.path().display().to_string(),
+            Some(ApprovalMode::Yolo),
+            None,
+            Some(true),
+            None,
+        )
+        .await
+        .unwrap()
+        .session_id;
+    assert_eq!(
+        shell(&c, &elsewhere, "touch made").await.state,
+        CallState::Success
+    );
+}

@@ -78,10 +78,23 @@ impl PolicySources {
     }
 }
 
+/// A workspace's policy files as last seen: name, length and mtime.
+type Stamp = Vec<(PathBuf, u64, Option<std::time::SystemTime>)>;
+
+/// The engine of one workspace: the shared rules plus its own.
+struct WorkspaceEngine {
+    generation: u64,
+    stamp: Stamp,
+    engine: Arc<PolicyEngine>,
+}
+
 /// The live policy, shared by every session.
 pub struct LivePolicy {
     sources: PolicySources,
     engine: RwLock<Arc<PolicyEngine>>,
+    /// Bumped by every reload, so workspace engines are rebuilt on it.
+    generation: std::sync::atomic::AtomicU64,
+    workspaces: Mutex<BTreeMap<PathBuf, WorkspaceEngine>>,
     /// The last good rules of each source file.
     by_file: Mutex<BTreeMap<PathBuf, Vec<PolicyRule>>>,
     problems: RwLock<Vec<String>>,
@@ -95,6 +108,8 @@ impl LivePolicy {
             engine: RwLock::new(Arc::new(PolicyEngine::new(default_rules()))),
             by_file: Mutex::new(BTreeMap::new()),
             problems: RwLock::new(Vec::new()),
+            generation: std::sync::atomic::AtomicU64::new(0),
+            workspaces: Mutex::new(BTreeMap::new()),
         });
         live.reload();
         live
@@ -106,6 +121,59 @@ impl LivePolicy {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// The rule set in force for a session in `workspace`: the shared
+    /// rules plus the Workspace tier, `<workspace>/.gemini/policies/*.toml`
+    /// (deny and ask_user rules only). Re-read when those files change.
+    pub fn engine_for(&self, workspace: &Path) -> Arc<PolicyEngine> {
+        let dir = workspace.join(".gemini").join("policies");
+        let files = policy_files(&dir).unwrap_or_default();
+        if files.is_empty() {
+            return self.engine();
+        }
+        let stamp: Stamp = files
+            .iter()
+            .map(|p| {
+                let meta = std::fs::metadata(p).ok();
+                let len = meta.as_ref().map_or(0, std::fs::Metadata::len);
+                (p.clone(), len, meta.and_then(|m| m.modified().ok()))
+            })
+            .collect();
+        let generation = self.generation.load(std::sync::atomic::Ordering::Acquire);
+        let mut cache = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(kept) = cache.get(workspace)
+            && kept.generation == generation
+            && kept.stamp == stamp
+        {
+            return Arc::clone(&kept.engine);
+        }
+        let mut rules: Vec<PolicyRule> = self.engine().rules().to_vec();
+        for path in &files {
+            match std::fs::read_to_string(path) {
+                Ok(text) => {
+                    let (found, errors) =
+                        parse_policy(&text, &path.display().to_string(), Tier::Workspace);
+                    for error in &errors {
+                        tracing::warn!(problem = %error, "workspace policy");
+                    }
+                    rules.extend(found);
+                }
+                Err(e) => {
+                    tracing::warn!(problem = %format!("{}: cannot read: {e}", path.display()), "workspace policy");
+                }
+            }
+        }
+        let engine = Arc::new(PolicyEngine::new(rules));
+        cache.insert(
+            workspace.to_path_buf(),
+            WorkspaceEngine {
+                generation,
+                stamp,
+                engine: Arc::clone(&engine),
+            },
+        );
+        engine
     }
 
     /// Problems found by the last load.
@@ -156,6 +224,8 @@ impl LivePolicy {
         drop(by_file);
         *self.engine.write().unwrap_or_else(|e| e.into_inner()) =
             Arc::new(PolicyEngine::new(rules));
+        self.generation
+            .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         for problem in &problems {
             tracing::warn!(problem = %problem, "policy");
         }

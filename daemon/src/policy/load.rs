@@ -147,7 +147,15 @@ impl Ctx<'_> {
 }
 
 /// 0.61 lets extensions contribute neither `allow` rules nor yolo rules.
+/// A workspace's own rules may deny or ask but not allow: a cloned
+/// repository must not approve its own commands (stricter than 0.61,
+/// which loads them when the folder is trusted).
 fn refused_in_tier(rule: &PolicyRule) -> Option<&'static str> {
+    if rule.source.tier == Tier::Workspace && rule.decision == Decision::Allow {
+        return Some(
+            "a workspace policy may not contribute an allow rule (the repository would approve itself)",
+        );
+    }
     if rule.source.tier != Tier::Extension {
         return None;
     }

@@ -246,14 +246,17 @@ impl GeminidApiServer for RpcHandler {
 
     async fn list_tools(&self, session_id: Option<String>) -> RpcResult<Vec<ToolInfo>> {
         // A session sees the tools its policy does not deny outright.
-        let shown = match session_id {
+        let (shown, engine) = match session_id {
             Some(id) => {
                 let (record, _) = self.session(&id)?.info().await?;
-                Some((record.approval_mode, record.interactive))
+                let engine = self
+                    .daemon
+                    .policy
+                    .engine_for(std::path::Path::new(&record.cwd));
+                (Some((record.approval_mode, record.interactive)), engine)
             }
-            None => None,
+            None => (None, self.daemon.policy.engine()),
         };
-        let engine = self.daemon.policy.engine();
         Ok(self
             .daemon
             .registry

@@ -303,7 +303,7 @@ impl Actor {
             }
         };
         let verdict = crate::policy::check_tool(
-            &self.deps.policy.engine(),
+            &self.deps.policy.engine_for(&self.ctx.workspace_root),
             &self.deps.registry,
             &call.name,
             &call.args,

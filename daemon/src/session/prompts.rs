@@ -100,7 +100,10 @@ impl Actor {
             history,
             model,
             tools: {
-                let engine = self.deps.policy.engine();
+                let engine = self
+                    .deps
+                    .policy
+                    .engine_for(std::path::Path::new(&self.record.cwd));
                 let (mode, interactive) = (self.record.approval_mode, self.record.interactive);
                 crate::tools::declarations::declarations_where(&self.deps.registry, |tool| {
                     crate::policy::shows_tool(&engine, tool, mode, interactive)
