@@ -364,6 +364,21 @@ fn settings_file_rules(path: &Path) -> Result<Option<Vec<PolicyRule>>, String> {
         &list("exclude", "excludeTools"),
         &list("allowed", "allowedTools"),
     );
+    let strings = |pointer: &str| -> Vec<String> {
+        value
+            .pointer(pointer)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    rules.extend(super::settings::stricter_settings_rules(
+        &strings("/mcp/excluded"),
+        &strings("/tools/confirmationRequired"),
+    ));
     for rule in &mut rules {
         rule.source.file = format!("{} ({})", path.display(), rule.source.file);
     }

@@ -273,3 +273,22 @@ fn outright_denies_hide_tools_from_the_model() {
     // Plan mode hides what it denies outright.
     assert!(hidden("replace", None, P));
 }
+
+#[test]
+fn mcp_excluded_and_confirmation_required_settings() {
+    let mut rules = crate::policy::settings::stricter_settings_rules(
+        &["srv".to_owned()],
+        &["grep_search".to_owned()],
+    );
+    rules.extend(default_rules());
+    let e = PolicyEngine::new(rules);
+    assert_eq!(mcp(&e, "srv", "x", None, Y, true), Decision::Deny);
+    assert_eq!(mcp(&e, "other", "x", None, Y, true), Decision::Allow);
+    assert_eq!(
+        builtin(&e, "search_file_content", ToolKind::Search, D),
+        Decision::AskUser
+    );
+    let all = crate::policy::settings::stricter_settings_rules(&["*".to_owned()], &[]);
+    let e = PolicyEngine::new(all);
+    assert_eq!(mcp(&e, "any", "x", None, Y, true), Decision::Deny);
+}
