@@ -180,6 +180,7 @@ const TOOLS = [
   { ours: 'list_directory', ref: 'list_directory', args: { dir_path: 'src' } },
   { ours: 'web_fetch', ref: 'web_fetch', args: { prompt: 'https://example.com' } },
   { ours: 'google_web_search', ref: 'google_web_search', args: { query: 'rust' } },
+  { ours: 'read_many_files', ref: 'read_many_files', args: { include: ['src/**'] } },
   { ours: 'danger', ref: 'mcp_srv_danger', server: 'srv', args: { target: 'x' } },
   { ours: 'safe', ref: 'mcp_srv_safe', server: 'srv', args: { q: 'x' } },
   { ours: 'look', ref: 'mcp_srv_look', server: 'srv', args: { q: 'x' }, ann: { readOnlyHint: true } },
