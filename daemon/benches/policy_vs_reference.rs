@@ -63,6 +63,8 @@ fn main() {
             tool_name: tool,
             args: &args,
             server_name: None,
+            remote_name: None,
+            annotations: None,
             tool_kind: kind,
             mode: ApprovalMode::Default,
             interactive: true,

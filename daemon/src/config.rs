@@ -84,6 +84,7 @@ impl DaemonConfig {
         crate::policy::PolicySources {
             user_dir: self.user_gemini_dir.join("policies"),
             admin_dir: self.admin_policy_dir.clone(),
+            extensions_dir: Some(self.user_gemini_dir.join("extensions")),
             settings_files: vec![
                 self.user_gemini_dir.join("settings.json"),
                 self.system_settings.clone(),

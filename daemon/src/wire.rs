@@ -20,6 +20,7 @@ pub fn approval_mode(mode: ApprovalMode) -> proto::ApprovalMode {
         ApprovalMode::Default => proto::ApprovalMode::Default,
         ApprovalMode::AutoEdit => proto::ApprovalMode::AutoEdit,
         ApprovalMode::Yolo => proto::ApprovalMode::Yolo,
+        ApprovalMode::Plan => proto::ApprovalMode::Plan,
     }
 }
 
@@ -28,6 +29,7 @@ pub fn approval_mode_from(mode: proto::ApprovalMode) -> ApprovalMode {
         proto::ApprovalMode::Default => ApprovalMode::Default,
         proto::ApprovalMode::AutoEdit => ApprovalMode::AutoEdit,
         proto::ApprovalMode::Yolo => ApprovalMode::Yolo,
+        proto::ApprovalMode::Plan => ApprovalMode::Plan,
     }
 }
 
@@ -248,15 +250,13 @@ fn rule_ref(rule: &MatchedRule) -> wp::RuleRef {
         index: rule.source.index,
         tier: tier_name(rule.source.tier).to_owned(),
         priority: rule.final_priority,
+        matched: rule.matched.clone(),
+        deny_message: rule.deny_message.clone(),
     }
 }
 
 fn tier_name(tier: Tier) -> &'static str {
-    match tier {
-        Tier::Default => "default",
-        Tier::User => "user",
-        Tier::Admin => "admin",
-    }
+    tier.name()
 }
 
 pub fn policy_check(
@@ -277,6 +277,7 @@ pub fn policy_check(
             })
             .collect(),
         reason: verdict.reason.clone(),
+        deny_message: verdict.deny_message.clone(),
         approval_mode: approval_mode(mode),
         interactive,
     }
@@ -293,6 +294,8 @@ pub fn policy_rule(rule: &PolicyRule) -> wp::PolicyRuleInfo {
         command_regex: rule.command_regex.as_ref().map(|r| r.as_str().to_owned()),
         modes: rule.modes.iter().map(|m| approval_mode(*m)).collect(),
         allow_redirection: rule.allow_redirection,
+        conditions: rule.conditions(),
+        deny_message: rule.deny_message.clone(),
     }
 }
 

@@ -10,10 +10,17 @@ pub struct RuleRef {
     pub file: String,
     /// 1-based index of the `[[rule]]` in the file.
     pub index: usize,
-    /// `default`, `user` or `admin`.
+    /// `default`, `extension`, `workspace`, `user` or `admin`.
     pub tier: String,
     /// `tier + priority / 1000`.
     pub priority: f64,
+    /// The rule's conditions that matched, in its own words
+    /// (`toolName = "*"`, `commandPrefix = "rm"`, `modes = ["yolo"]`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub matched: Vec<String>,
+    /// The rule's `denyMessage`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deny_message: Option<String>,
 }
 
 /// One sub-command of a shell command and its own decision.
@@ -38,6 +45,9 @@ pub struct PolicyCheckResult {
     pub subcommands: Vec<SubcommandDecision>,
     /// Why, in words.
     pub reason: String,
+    /// For a deny: the deciding rule's `denyMessage` (what the model is told).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deny_message: Option<String>,
     /// The approval mode and interactivity the check used.
     pub approval_mode: crate::session::ApprovalMode,
     pub interactive: bool,
@@ -58,6 +68,11 @@ pub struct PolicyRuleInfo {
     /// Empty: every mode.
     pub modes: Vec<crate::session::ApprovalMode>,
     pub allow_redirection: bool,
+    /// Every condition, in the rule's own words.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deny_message: Option<String>,
 }
 
 /// Result of `policy.list`.

@@ -15,15 +15,20 @@ pub enum ApprovalMode {
     /// Everything runs without asking.
     #[serde(rename = "yolo")]
     Yolo,
+    /// Read-only research: only read-only tools run unless a rule says
+    /// otherwise (0.61's plan mode).
+    #[serde(rename = "plan")]
+    Plan,
 }
 
 impl ApprovalMode {
-    /// The wire name (`default`, `autoEdit`, `yolo`).
+    /// The wire name (`default`, `autoEdit`, `yolo`, `plan`).
     pub fn as_str(self) -> &'static str {
         match self {
             ApprovalMode::Default => "default",
             ApprovalMode::AutoEdit => "autoEdit",
             ApprovalMode::Yolo => "yolo",
+            ApprovalMode::Plan => "plan",
         }
     }
 }
@@ -36,8 +41,9 @@ impl std::str::FromStr for ApprovalMode {
             "default" => Ok(ApprovalMode::Default),
             "autoEdit" | "auto_edit" | "auto-edit" => Ok(ApprovalMode::AutoEdit),
             "yolo" => Ok(ApprovalMode::Yolo),
+            "plan" => Ok(ApprovalMode::Plan),
             other => Err(format!(
-                "unknown approval mode `{other}` (expected default, autoEdit or yolo)"
+                "unknown approval mode `{other}` (expected default, autoEdit, yolo or plan)"
             )),
         }
     }

@@ -47,6 +47,8 @@ fn decide(engine: &PolicyEngine, command: &str, mode: ApprovalMode, interactive:
             tool_name: "run_shell_command",
             args: &args,
             server_name: None,
+            remote_name: None,
+            annotations: None,
             tool_kind: ToolKind::Execute,
             mode,
             interactive,

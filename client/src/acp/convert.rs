@@ -35,6 +35,7 @@ pub fn mode_state(current: ApprovalMode) -> Value {
             mode(ApprovalMode::Default, "Default", "Read-only tools run; everything else asks"),
             mode(ApprovalMode::AutoEdit, "Auto Edit", "File edits run without asking too"),
             mode(ApprovalMode::Yolo, "YOLO", "Everything runs without asking"),
+            mode(ApprovalMode::Plan, "Plan", "Read-only tools only, for research and planning"),
         ],
     })
 }

@@ -262,7 +262,7 @@ impl Agent {
         let mode_id = str_param(params, "modeId")?;
         let mode = convert::mode_from_id(mode_id).ok_or_else(|| {
             invalid(format!(
-                "unknown mode `{mode_id}` (default, autoEdit, yolo)"
+                "unknown mode `{mode_id}` (default, autoEdit, yolo, plan)"
             ))
         })?;
         self.client

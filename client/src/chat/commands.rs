@@ -21,7 +21,7 @@ pub enum Command {
 }
 
 pub const HELP: &str = "\
-/mode [default|autoEdit|yolo]  show or set the session's approval mode
+/mode [default|autoEdit|yolo|plan]  show or set the session's approval mode
 /memory show                   the GEMINI.md memory the model gets
 /tools                         the tools the model can call
 /mcp                           MCP servers and their status

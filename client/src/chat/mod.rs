@@ -71,7 +71,7 @@ once), a (yes, for this session), s (yes, every tool of this MCP server),
 p (yes, always: saved to your policy), e (edit the arguments in $EDITOR)
 or n (no). Ctrl-C cancels
 the running turn; Ctrl-D (or Ctrl-C twice when idle, or /quit) leaves.
-Commands: /mode default|autoEdit|yolo, /memory show, /tools, /mcp,
+Commands: /mode default|autoEdit|yolo|plan, /memory show, /tools, /mcp,
 /sessions, /quit, /help. History is kept in
 $XDG_STATE_HOME/gemctl/chat_history (~/.local/state/gemctl/chat_history).
 Colours are off with NO_COLOR or when stdout is not a terminal.

@@ -98,7 +98,7 @@ enum Command {
     /// List the tools the daemon offers
     #[command(after_help = examples::TOOLS)]
     Tools {
-        /// Check the session exists (tools are the same for every session today)
+        /// Only the tools this session is shown (its policy denies none outright)
         #[arg(long)]
         session: Option<String>,
     },

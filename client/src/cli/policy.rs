@@ -23,7 +23,7 @@ pub enum PolicyCommand {
         /// The workspace to check for [default: the current directory]
         #[arg(long)]
         cwd: Option<PathBuf>,
-        /// default, autoEdit or yolo
+        /// default, autoEdit, yolo or plan
         #[arg(long)]
         mode: Option<ApprovalMode>,
         /// Check as a non-interactive session (ask becomes deny)
@@ -91,6 +91,12 @@ pub async fn run(ctx: &Ctx, cmd: PolicyCommand) -> Outcome {
             outln!("  because {}", result.reason);
             if let Some(rule) = &result.rule {
                 outln!("  rule    {}", describe(rule));
+                if !rule.matched.is_empty() {
+                    outln!("  matched {}", rule.matched.join("; "));
+                }
+            }
+            if let Some(message) = &result.deny_message {
+                outln!("  message {message}");
             }
             for sub in &result.subcommands {
                 let rule = sub
@@ -130,6 +136,19 @@ pub async fn run(ctx: &Ctx, cmd: PolicyCommand) -> Outcome {
                 }
                 if what.is_empty() {
                     what.push("any tool".to_owned());
+                }
+                what.extend(
+                    rule.conditions
+                        .iter()
+                        .filter(|c| {
+                            ["interactive", "toolAnnotations", "subagent", "unreadable"]
+                                .iter()
+                                .any(|k| c.starts_with(k))
+                        })
+                        .cloned(),
+                );
+                if let Some(message) = &rule.deny_message {
+                    what.push(format!("message {message:?}"));
                 }
                 outln!(
                     "{:>8.3}  {:<8} {}   [{}]",

@@ -21,7 +21,9 @@
 //! non-interactive use ask_user becomes deny.
 
 use crate::policy::index::RuleIndex;
-use crate::policy::matcher::{CallView, CommandText, rule_matches};
+use crate::policy::matcher::{
+    CallView, CommandText, looks_at_arguments, rule_matches, rule_targets,
+};
 use crate::policy::rule::{
     ApprovalMode, Decision, MatchedRule, PolicyRule, SHELL_TOOL_NAME, Tier, ToolKind,
 };
@@ -39,6 +41,10 @@ pub struct PolicyInput<'a> {
     pub args: &'a Value,
     /// MCP server the tool belongs to, if any.
     pub server_name: Option<&'a str>,
+    /// The tool's own name on its MCP server (for `mcp_<server>_<tool>`).
+    pub remote_name: Option<&'a str>,
+    /// The tool's annotations (an MCP tool's `annotations`), if any.
+    pub annotations: Option<&'a serde_json::Map<String, Value>>,
     /// Kind of the tool.
     pub tool_kind: ToolKind,
     /// Current approval mode.
@@ -70,6 +76,8 @@ pub struct PolicyVerdict {
     pub subcommands: Vec<SubcommandVerdict>,
     /// Human-readable explanation.
     pub reason: String,
+    /// The deciding rule's `denyMessage`, when the decision is deny.
+    pub deny_message: Option<String>,
 }
 
 /// An immutable, priority-sorted rule set.
@@ -77,6 +85,8 @@ pub struct PolicyVerdict {
 pub struct PolicyEngine {
     rules: Vec<PolicyRule>,
     index: RuleIndex,
+    /// Positions of the stand-ins for rules that could not be understood.
+    floors: Vec<u32>,
 }
 
 /// One part's decision while a shell command is checked.
@@ -97,7 +107,17 @@ impl PolicyEngine {
                 .then(b.decision.severity().cmp(&a.decision.severity()))
         });
         let index = RuleIndex::build(&rules);
-        Self { rules, index }
+        let floors = rules
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.floor)
+            .map(|(i, _)| u32::try_from(i).unwrap_or(u32::MAX))
+            .collect();
+        Self {
+            rules,
+            index,
+            floors,
+        }
     }
 
     /// The rules in evaluation order.
@@ -132,6 +152,7 @@ impl PolicyEngine {
             Some(cmd) => self.check_shell(input, &qualified, &candidates, cmd, session),
             None => self.check_plain(input, &qualified, &candidates, session),
         };
+        self.apply_floors(input, &qualified, &mut verdict);
         if !input.interactive {
             for sub in &mut verdict.subcommands {
                 if sub.decision == Decision::AskUser {
@@ -146,7 +167,71 @@ impl PolicyEngine {
                 );
             }
         }
+        verdict.deny_message = match verdict.decision {
+            Decision::Deny => verdict.rule.as_ref().and_then(|r| r.deny_message.clone()),
+            Decision::Allow | Decision::AskUser => None,
+        };
         verdict
+    }
+
+    /// Whether the model is not told about a tool at all (0.61's
+    /// `getExcludedTools`): the first rule that applies to the tool
+    /// whatever its arguments denies it (rules about arguments that deny
+    /// are passed over, ones that allow or ask keep it), or a rule that
+    /// could not be read denies it. `tools.core` and `tools.exclude` hide
+    /// tools this way.
+    pub fn excludes(&self, input: &PolicyInput<'_>) -> bool {
+        let qualified = qualified_name(input);
+        let call = view(input, &qualified, None);
+        let floor_denies = self.floors.iter().any(|&i| {
+            self.rules
+                .get(i as usize)
+                .is_some_and(|rule| rule.decision == Decision::Deny && rule_targets(rule, &call))
+        });
+        if floor_denies {
+            return true;
+        }
+        let candidates = self
+            .index
+            .candidates(input.tool_name, &qualified, input.server_name);
+        for rule in candidates
+            .iter()
+            .filter_map(|&i| self.rules.get(i as usize))
+        {
+            if rule.floor || !rule_targets(rule, &call) {
+                continue;
+            }
+            if looks_at_arguments(rule) {
+                if rule.decision == Decision::Deny {
+                    continue;
+                }
+                return false;
+            }
+            return rule.decision == Decision::Deny;
+        }
+        false
+    }
+
+    /// Rules that could not be understood stand for the tools they name:
+    /// the decision for those tools is at least theirs (ask_user, or deny
+    /// when the broken rule said deny), whatever else matched.
+    fn apply_floors(&self, input: &PolicyInput<'_>, qualified: &str, verdict: &mut PolicyVerdict) {
+        let call = view(input, qualified, None);
+        for &i in &self.floors {
+            let Some(rule) = self.rules.get(i as usize) else {
+                continue;
+            };
+            let mut plain = rule.clone();
+            plain.floor = false;
+            if rule.decision.severity() <= verdict.decision.severity()
+                || !rule_matches(&plain, &call)
+            {
+                continue;
+            }
+            verdict.decision = rule.decision;
+            verdict.rule = Some(MatchedRule::of(rule));
+            verdict.reason = describe(rule.decision, Some(rule), None, None);
+        }
     }
 
     pub(super) fn first_match<'s>(
@@ -167,7 +252,7 @@ impl PolicyEngine {
         candidates
             .iter()
             .filter_map(|&i| self.rules.get(i as usize))
-            .filter(|rule| keep(rule))
+            .filter(|rule| !rule.floor && keep(rule))
             .find(|rule| rule_matches(rule, call))
     }
 
@@ -196,6 +281,7 @@ impl PolicyEngine {
             rule: matched,
             subcommands: Vec::new(),
             reason,
+            deny_message: None,
         }
     }
 }
@@ -218,6 +304,9 @@ pub(super) fn view<'a>(
         tool_name: input.tool_name,
         qualified,
         server: input.server_name,
+        remote: input.remote_name,
+        annotations: input.annotations,
+        interactive: input.interactive,
         kind: input.tool_kind,
         mode: input.mode,
         args: input.args,
@@ -243,9 +332,13 @@ pub(super) fn describe(
         (None, Decision::Allow) => "session allowlist".to_owned(),
         (None, Decision::Deny | Decision::AskUser) => "no matching rule".to_owned(),
     };
+    let message = match (decision, rule.and_then(|r| r.deny_message.as_deref())) {
+        (Decision::Deny, Some(message)) => format!(" — {message}"),
+        _ => String::new(),
+    };
     match (command, note) {
         (Some(cmd), Some(note)) => format!("`{cmd}` {what}: {note}"),
-        (Some(cmd), None) => format!("`{cmd}` {what}: {by}"),
-        (None, _) => format!("{what}: {by}"),
+        (Some(cmd), None) => format!("`{cmd}` {what}: {by}{message}"),
+        (None, _) => format!("{what}: {by}{message}"),
     }
 }

@@ -22,8 +22,10 @@ pub enum PolicyLoadError {
         /// The offending key.
         key: String,
     },
-    /// A key inside `[[rule]]` that the schema does not know.
-    #[error("{file}: rule #{rule}: unknown field `{field}`")]
+    /// A key inside `[[rule]]` that the schema does not know: a warning,
+    /// the rule loads without it (an `allow` rule as `ask_user`, since the
+    /// field may have been meant to narrow it).
+    #[error("{file}: rule #{rule}: unknown field `{field}` ignored{effect}")]
     UnknownField {
         /// File name.
         file: String,
@@ -31,6 +33,32 @@ pub enum PolicyLoadError {
         rule: usize,
         /// The offending key.
         field: String,
+        /// What the rule does meanwhile (empty, or a clause starting with `; `).
+        effect: String,
+    },
+    /// A rule a tier may not contribute (an extension's `allow` or yolo
+    /// rule, as in 0.61): a warning, the rule is left out.
+    #[error("{file}: rule #{rule}: left out: {reason}")]
+    NotAllowedInTier {
+        /// File name.
+        file: String,
+        /// 1-based rule index.
+        rule: usize,
+        /// Why.
+        reason: String,
+    },
+    /// A rule whose `toolName` wildcard 0.61 reads literally, in an
+    /// `allow` rule: a warning, the name matches only itself.
+    #[error("{file}: rule #{rule}: field `toolName` = `{pattern}`: {note}")]
+    LiteralWildcard {
+        /// File name.
+        file: String,
+        /// 1-based rule index.
+        rule: usize,
+        /// The pattern.
+        pattern: String,
+        /// What it does.
+        note: String,
     },
     /// A field has the wrong TOML type.
     #[error("{file}: rule #{rule}: field `{field}` must be {expected}, found {found}")]
@@ -118,6 +146,18 @@ pub enum PolicyLoadError {
         /// Why it was ignored.
         reason: String,
     },
+}
+
+impl PolicyLoadError {
+    /// Whether this is only a warning: the rule (or the file) still loads.
+    pub fn is_warning(&self) -> bool {
+        matches!(
+            self,
+            Self::UnknownField { .. }
+                | Self::NotAllowedInTier { .. }
+                | Self::LiteralWildcard { .. }
+        )
+    }
 }
 
 /// An error while saving an "always allow" rule.

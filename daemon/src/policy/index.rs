@@ -1,6 +1,7 @@
 //! A tool-name index over the sorted rules, so a check only looks at rules
 //! that can match the tool.
 
+use crate::policy::names::NamePattern;
 use crate::policy::rule::PolicyRule;
 use std::collections::HashMap;
 
@@ -31,11 +32,18 @@ impl RuleIndex {
                 index.any_tool.push(i);
             }
             for pattern in &rule.tool_names {
-                match pattern.strip_suffix("__*") {
-                    Some(server) => {
+                match NamePattern::parse(pattern) {
+                    NamePattern::Server(server) => {
                         push_once(index.by_server.entry(server.to_owned()).or_default(), i)
                     }
-                    None => push_once(index.by_name.entry(pattern.clone()).or_default(), i),
+                    NamePattern::Exact(name) => {
+                        push_once(index.by_name.entry(name.to_owned()).or_default(), i)
+                    }
+                    // Wildcards and 0.61's MCP names: the matcher decides.
+                    NamePattern::Any
+                    | NamePattern::AnyMcp
+                    | NamePattern::McpName(_)
+                    | NamePattern::Glob(_) => push_once(&mut index.any_tool, i),
                 }
             }
         }

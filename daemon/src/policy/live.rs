@@ -31,6 +31,9 @@ pub struct PolicySources {
     /// settings.json files whose `tools.core` / `tools.exclude` /
     /// `tools.allowed` become rules (user tier).
     pub settings_files: Vec<PathBuf>,
+    /// Installed extensions (`~/.gemini/extensions`): each one's
+    /// `policies/*.toml` is the Extension tier (no allow, no yolo rules).
+    pub extensions_dir: Option<PathBuf>,
 }
 
 impl PolicySources {
@@ -39,6 +42,33 @@ impl PolicySources {
     pub fn saved_file(&self) -> PathBuf {
         self.user_dir.join("geminid-always-allow.toml")
     }
+
+    /// The `policies` directory of every installed extension.
+    fn extension_policy_dirs(&self) -> Vec<PathBuf> {
+        let Some(root) = &self.extensions_dir else {
+            return Vec::new();
+        };
+        let Ok(entries) = std::fs::read_dir(root) else {
+            return Vec::new();
+        };
+        let mut dirs: Vec<PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path().join("policies"))
+            .filter(|p| p.is_dir())
+            .collect();
+        dirs.sort();
+        dirs
+    }
+}
+
+/// A workspace's policy files as last seen: name, length and mtime.
+type Stamp = Vec<(PathBuf, u64, Option<std::time::SystemTime>)>;
+
+/// The engine of one workspace: the shared rules plus its own.
+struct WorkspaceEngine {
+    generation: u64,
+    stamp: Stamp,
+    engine: Arc<PolicyEngine>,
 }
 
 /// The live policy, shared by every session.
@@ -48,6 +78,10 @@ pub struct LivePolicy {
     /// What each source file held when last read, and its last good rules.
     by_file: Mutex<BTreeMap<PathBuf, FileState>>,
     problems: RwLock<Vec<ConfigProblem>>,
+    /// Bumped by every reload that changed the rules, so workspace engines
+    /// are rebuilt on it.
+    generation: std::sync::atomic::AtomicU64,
+    workspaces: Mutex<BTreeMap<PathBuf, WorkspaceEngine>>,
 }
 
 /// One source file as last read.
@@ -68,6 +102,8 @@ impl LivePolicy {
             engine: RwLock::new(Arc::new(PolicyEngine::new(default_rules()))),
             by_file: Mutex::new(BTreeMap::new()),
             problems: RwLock::new(Vec::new()),
+            generation: std::sync::atomic::AtomicU64::new(0),
+            workspaces: Mutex::new(BTreeMap::new()),
         });
         live.reload_all();
         live
@@ -79,6 +115,59 @@ impl LivePolicy {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// The rule set in force for a session in `workspace`: the shared
+    /// rules plus the Workspace tier, `<workspace>/.gemini/policies/*.toml`
+    /// (deny and ask_user rules only). Re-read when those files change.
+    pub fn engine_for(&self, workspace: &Path) -> Arc<PolicyEngine> {
+        let dir = workspace.join(".gemini").join("policies");
+        let files = policy_files(&dir).unwrap_or_default();
+        if files.is_empty() {
+            return self.engine();
+        }
+        let stamp: Stamp = files
+            .iter()
+            .map(|p| {
+                let meta = std::fs::metadata(p).ok();
+                let len = meta.as_ref().map_or(0, std::fs::Metadata::len);
+                (p.clone(), len, meta.and_then(|m| m.modified().ok()))
+            })
+            .collect();
+        let generation = self.generation.load(std::sync::atomic::Ordering::Acquire);
+        let mut cache = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(kept) = cache.get(workspace)
+            && kept.generation == generation
+            && kept.stamp == stamp
+        {
+            return Arc::clone(&kept.engine);
+        }
+        let mut rules: Vec<PolicyRule> = self.engine().rules().to_vec();
+        for path in &files {
+            match std::fs::read_to_string(path) {
+                Ok(text) => {
+                    let (found, errors) =
+                        parse_policy(&text, &path.display().to_string(), Tier::Workspace);
+                    for error in &errors {
+                        tracing::warn!(problem = %error, "workspace policy");
+                    }
+                    rules.extend(found);
+                }
+                Err(e) => {
+                    tracing::warn!(problem = %format!("{}: cannot read: {e}", path.display()), "workspace policy");
+                }
+            }
+        }
+        let engine = Arc::new(PolicyEngine::new(rules));
+        cache.insert(
+            workspace.to_path_buf(),
+            WorkspaceEngine {
+                generation,
+                stamp,
+                engine: Arc::clone(&engine),
+            },
+        );
+        engine
     }
 
     /// Every problem of the sources as they are now, for people.
@@ -115,11 +204,22 @@ impl LivePolicy {
                     changed |= refresh(&mut by_file, &path, text, |text| {
                         let (rules, errors) = parse_policy(text, &path.display().to_string(), tier);
                         let file = path.display().to_string();
-                        let errors = errors
+                        // Warnings (an unknown field) load the rule; only
+                        // a real error keeps the file's last good rules.
+                        let fatal = !errors.iter().all(super::PolicyLoadError::is_warning);
+                        let mut problems: Vec<ConfigProblem> = errors
                             .iter()
                             .map(|e| ConfigProblem::new(file.clone(), e.to_string()))
                             .collect();
-                        (rules, errors)
+                        if rules.iter().any(|r| r.floor) {
+                            problems.push(ConfigProblem::new(
+                                file.clone(),
+                                "the tools a rule that could not be read names ask (deny when \
+                                 non-interactive) until it is fixed"
+                                    .to_owned(),
+                            ));
+                        }
+                        (rules, problems, fatal)
                     });
                 }
                 Err(e) => {
@@ -137,8 +237,8 @@ impl LivePolicy {
                     changed |=
                         refresh(&mut by_file, path, text, |text| {
                             match settings_file_rules(path, text) {
-                                Ok(rules) => (rules, Vec::new()),
-                                Err(problem) => (Vec::new(), vec![problem]),
+                                Ok(rules) => (rules, Vec::new(), false),
+                                Err(problem) => (Vec::new(), vec![problem], true),
                             }
                         });
                 }
@@ -165,6 +265,8 @@ impl LivePolicy {
             }
             *self.engine.write().unwrap_or_else(|e| e.into_inner()) =
                 Arc::new(PolicyEngine::new(rules));
+            self.generation
+                .fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         }
         drop(by_file);
         *self.problems.write().unwrap_or_else(|e| e.into_inner()) = problems;
@@ -183,6 +285,9 @@ impl LivePolicy {
             ),
         };
         add(&self.sources.user_dir, Tier::User);
+        for dir in self.sources.extension_policy_dirs() {
+            add(&dir, Tier::Extension);
+        }
         match admin_dir_refusal(&self.sources.admin_dir) {
             Some(refusal) => problems.push(
                 ConfigProblem::new(
@@ -214,6 +319,12 @@ impl LivePolicy {
         let mut set = WatchSet::default()
             .dir(&self.sources.user_dir)
             .dir(&self.sources.admin_dir);
+        if let Some(extensions) = &self.sources.extensions_dir {
+            set = set.dir(extensions);
+        }
+        for dir in self.sources.extension_policy_dirs() {
+            set = set.dir(&dir);
+        }
         for file in &self.sources.settings_files {
             set = set.file(file);
         }
@@ -228,14 +339,14 @@ fn refresh(
     by_file: &mut BTreeMap<PathBuf, FileState>,
     path: &Path,
     text: String,
-    parse: impl FnOnce(&str) -> (Vec<PolicyRule>, Vec<ConfigProblem>),
+    parse: impl FnOnce(&str) -> (Vec<PolicyRule>, Vec<ConfigProblem>, bool),
 ) -> bool {
     if by_file.get(path).is_some_and(|s| s.text == text) {
         return false;
     }
-    let (rules, problems) = parse(&text);
+    let (rules, problems, fatal) = parse(&text);
     let (rules, kept) = match by_file.get(path) {
-        Some(old) if !problems.is_empty() => {
+        Some(old) if fatal => {
             let kept = format!(
                 "kept the {} rule(s) the file had before this change",
                 old.rules.len()
@@ -299,6 +410,21 @@ fn settings_file_rules(path: &Path, text: &str) -> Result<Vec<PolicyRule>, Confi
     for rule in &mut rules {
         rule.source.file = format!("{} ({})", path.display(), rule.source.file);
     }
+    let strings = |pointer: &str| -> Vec<String> {
+        value
+            .pointer(pointer)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    rules.extend(super::settings::stricter_settings_rules(
+        &strings("/mcp/excluded"),
+        &strings("/tools/confirmationRequired"),
+    ));
     // `mcpServers.NAME.trust` allows that server's tools without asking.
     rules.extend(crate::discovery::trust_rules(
         &value,

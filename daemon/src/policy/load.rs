@@ -1,6 +1,21 @@
 //! Parsing of TOML policy files (`[[rule]]` tables) into [`PolicyRule`]s.
 
+//!
+//! The schema is 0.61's in full (`toolName`, `mcpName`, `argsPattern`,
+//! `commandPrefix`, `commandRegex`, `decision`, `priority`, `modes` with
+//! `plan`, `interactive`, `toolAnnotations`, `subagent`, `denyMessage`,
+//! `allowRedirection`, the snake_case spellings 0.61 still reads, and
+//! `name`). Never fail open:
+//! * an unknown field is a warning naming file, rule and field; the rule
+//!   loads without it, an `allow` rule as `ask_user` (the field may have
+//!   been meant to narrow it);
+//! * a rule that cannot be understood is an error naming file, rule and
+//!   field, and becomes a *floor*: the tools it names are at least
+//!   ask_user (deny when non-interactive, or when the rule said deny)
+//!   whatever the other rules say.
+
 use crate::policy::error::PolicyLoadError;
+use crate::policy::names::{MCP_PREFIX, NamePattern, canonical};
 use crate::policy::rule::{
     ApprovalMode, Decision, PolicyRule, RuleSource, SHELL_TOOL_NAME, Tier, ToolKind,
 };
@@ -17,6 +32,13 @@ const USER_FIELDS: &[&str] = &[
     "priority",
     "modes",
     "allowRedirection",
+    "allow_redirection",
+    "interactive",
+    "toolAnnotations",
+    "subagent",
+    "denyMessage",
+    "deny_message",
+    "name",
 ];
 
 /// Parses a policy file's text. `file` names the source in errors and in
@@ -78,11 +100,29 @@ fn parse_inner(
                 internal,
             };
             match item {
-                Value::Table(t) => match parse_rule(t, &ctx) {
-                    Ok(rule) => rules.push(rule),
-                    Err(err) => errors.push(err),
+                Value::Table(t) => match parse_rule(t, &ctx, &mut errors) {
+                    Ok(rule) => {
+                        if let Some(reason) = refused_in_tier(&rule) {
+                            errors.push(PolicyLoadError::NotAllowedInTier {
+                                file: file.to_owned(),
+                                rule: i + 1,
+                                reason: reason.to_owned(),
+                            });
+                        } else {
+                            rules.push(rule);
+                        }
+                    }
+                    Err(err) => {
+                        errors.push(err);
+                        rules.push(floor_rule(t, &ctx));
+                    }
                 },
-                other => errors.push(wrong_type(file, i + 1, "rule", "a table", other)),
+                other => {
+                    errors.push(wrong_type(file, i + 1, "rule", "a table", other));
+                    let mut floor = PolicyRule::new(Decision::AskUser, 0, ctx.source());
+                    floor.floor = true;
+                    rules.push(floor);
+                }
             }
         }
     }
@@ -94,6 +134,113 @@ struct Ctx<'a> {
     rule: usize,
     tier: Tier,
     internal: bool,
+}
+
+impl Ctx<'_> {
+    fn source(&self) -> RuleSource {
+        RuleSource {
+            file: self.file.to_owned(),
+            index: self.rule,
+            tier: self.tier,
+        }
+    }
+}
+
+/// 0.61 lets extensions contribute neither `allow` rules nor yolo rules.
+/// A workspace's own rules may deny or ask but not allow: a cloned
+/// repository must not approve its own commands (stricter than 0.61,
+/// which loads them when the folder is trusted).
+fn refused_in_tier(rule: &PolicyRule) -> Option<&'static str> {
+    if rule.source.tier == Tier::Workspace && rule.decision == Decision::Allow {
+        return Some(
+            "a workspace policy may not contribute an allow rule (the repository would approve itself)",
+        );
+    }
+    if rule.source.tier != Tier::Extension {
+        return None;
+    }
+    if rule.decision == Decision::Allow {
+        return Some("an extension may not contribute an allow rule");
+    }
+    if rule.modes.contains(&ApprovalMode::Yolo) {
+        return Some("an extension may not contribute a rule for yolo mode");
+    }
+    None
+}
+
+/// The stand-in for a rule that could not be understood: the tools it
+/// names (as far as they can be read; every tool when they cannot) are at
+/// least ask_user, deny when the rule said deny.
+fn floor_rule(table: &toml::Table, ctx: &Ctx<'_>) -> PolicyRule {
+    let said_deny = table.get("decision").and_then(Value::as_str) == Some("deny");
+    let decision = if said_deny {
+        Decision::Deny
+    } else {
+        Decision::AskUser
+    };
+    let mut rule = PolicyRule::new(decision, 0, ctx.source());
+    rule.floor = true;
+    let names: Option<Vec<String>> = match table.get("toolName") {
+        Some(Value::String(s)) => Some(vec![s.clone()]),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect(),
+        Some(_) => None,
+        None => Some(Vec::new()),
+    };
+    let server = match table.get("mcpName") {
+        Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+        Some(_) => return rule,
+        None => None,
+    };
+    let Some(mut names) = names else {
+        return rule;
+    };
+    if names.iter().any(String::is_empty) {
+        return rule;
+    }
+    let about_commands = table.contains_key("commandPrefix") || table.contains_key("commandRegex");
+    if names.is_empty() && about_commands {
+        names.push(SHELL_TOOL_NAME.to_owned());
+    }
+    for name in &mut names {
+        *name = canonical(name).to_owned();
+    }
+    if let Some(server) = server {
+        rule.mcp_name = Some(server.clone());
+        compose_mcp_names(&mut names, &server);
+        if names.is_empty() {
+            names.push(if server == "*" {
+                "mcp_*".to_owned()
+            } else {
+                format!("{server}__*")
+            });
+        }
+    }
+    rule.tool_names = names;
+    rule
+}
+
+/// `mcpName` + `toolName = "search"` means that server's `search`:
+/// `server__search` (`mcp_*_search` for every server).
+fn compose_mcp_names(names: &mut [String], server: &str) {
+    for name in names {
+        if name == "*" {
+            continue;
+        }
+        if server == "*" {
+            if !name.starts_with(MCP_PREFIX) {
+                *name = format!("{MCP_PREFIX}*_{name}");
+            }
+            continue;
+        }
+        let ours = format!("{server}__");
+        let theirs = format!("{MCP_PREFIX}{server}_");
+        if !name.starts_with(&ours) && !name.starts_with(&theirs) {
+            *name = format!("{ours}{name}");
+        }
+    }
 }
 
 fn one_line(message: &str) -> String {
@@ -189,17 +336,15 @@ fn invalid_value(ctx: &Ctx<'_>, field: &str, value: &str, expected: &str) -> Pol
     }
 }
 
-fn parse_rule(table: &toml::Table, ctx: &Ctx<'_>) -> Result<PolicyRule, PolicyLoadError> {
-    for key in table.keys() {
-        let known = USER_FIELDS.contains(&key.as_str()) || (ctx.internal && key == "kinds");
-        if !known {
-            return Err(PolicyLoadError::UnknownField {
-                file: ctx.file.to_owned(),
-                rule: ctx.rule,
-                field: key.clone(),
-            });
-        }
-    }
+fn parse_rule(
+    table: &toml::Table,
+    ctx: &Ctx<'_>,
+    warnings: &mut Vec<PolicyLoadError>,
+) -> Result<PolicyRule, PolicyLoadError> {
+    let unknown: Vec<&String> = table
+        .keys()
+        .filter(|key| !(USER_FIELDS.contains(&key.as_str()) || (ctx.internal && *key == "kinds")))
+        .collect();
     let decision_text = match table.get("decision") {
         Some(value) => string(value, "decision", ctx)?,
         None => {
@@ -242,9 +387,53 @@ fn parse_rule(table: &toml::Table, ctx: &Ctx<'_>) -> Result<PolicyRule, PolicyLo
     let mut rule = PolicyRule::new(decision, priority, source);
     if let Some(value) = table.get("toolName") {
         rule.tool_names = string_or_array(value, "toolName", ctx)?;
+        if rule.tool_names.iter().any(String::is_empty) {
+            return Err(invalid_value(ctx, "toolName", "", "a tool name or \"*\""));
+        }
+        for name in &mut rule.tool_names {
+            *name = canonical(name).to_owned();
+        }
     }
     if let Some(value) = table.get("mcpName") {
-        rule.mcp_name = Some(string(value, "mcpName", ctx)?);
+        let server = string(value, "mcpName", ctx)?;
+        if server.is_empty() {
+            return Err(invalid_value(ctx, "mcpName", "", "a server name or \"*\""));
+        }
+        rule.mcp_name = Some(server);
+    }
+    if let Some(value) = table.get("interactive") {
+        rule.interactive = Some(boolean(value, "interactive", ctx)?);
+    }
+    if let Some(value) = table.get("toolAnnotations") {
+        let toml::Value::Table(map) = value else {
+            return Err(wrong_type(
+                ctx.file,
+                ctx.rule,
+                "toolAnnotations",
+                "a table",
+                value,
+            ));
+        };
+        let json = serde_json::to_value(map).map_err(|e| {
+            invalid_value(ctx, "toolAnnotations", &e.to_string(), "a table of values")
+        })?;
+        rule.tool_annotations = json.as_object().cloned();
+    }
+    if let Some(value) = table.get("subagent") {
+        let name = string(value, "subagent", ctx)?;
+        if name.is_empty() {
+            return Err(invalid_value(ctx, "subagent", "", "a subagent name"));
+        }
+        rule.subagent = Some(name);
+    }
+    for field in ["denyMessage", "deny_message"] {
+        if let Some(value) = table.get(field) {
+            rule.deny_message = Some(string(value, field, ctx)?);
+            break;
+        }
+    }
+    if let Some(value) = table.get("name") {
+        rule.label = Some(string(value, "name", ctx)?);
     }
     if let Some(value) = table.get("argsPattern") {
         rule.args_pattern = Some(regex(value, "argsPattern", ctx)?);
@@ -263,24 +452,17 @@ fn parse_rule(table: &toml::Table, ctx: &Ctx<'_>) -> Result<PolicyRule, PolicyLo
     }
     if let Some(value) = table.get("modes") {
         for mode in string_array(value, "modes", ctx)? {
-            let parsed = ApprovalMode::parse(&mode)
-                .ok_or_else(|| invalid_value(ctx, "modes", &mode, "default, autoEdit or yolo"))?;
+            let parsed = ApprovalMode::parse(&mode).ok_or_else(|| {
+                invalid_value(ctx, "modes", &mode, "default, autoEdit, yolo or plan")
+            })?;
             rule.modes.push(parsed);
         }
     }
-    if let Some(value) = table.get("allowRedirection") {
-        rule.allow_redirection = match value {
-            Value::Boolean(b) => *b,
-            other => {
-                return Err(wrong_type(
-                    ctx.file,
-                    ctx.rule,
-                    "allowRedirection",
-                    "a boolean",
-                    other,
-                ));
-            }
-        };
+    for field in ["allowRedirection", "allow_redirection"] {
+        if let Some(value) = table.get(field) {
+            rule.allow_redirection = boolean(value, field, ctx)?;
+            break;
+        }
     }
     if let Some(value) = table.get("kinds") {
         for kind in string_array(value, "kinds", ctx)? {
@@ -293,13 +475,54 @@ fn parse_rule(table: &toml::Table, ctx: &Ctx<'_>) -> Result<PolicyRule, PolicyLo
     if has_command && rule.tool_names.is_empty() {
         rule.tool_names.push(SHELL_TOOL_NAME.to_owned());
     }
-    if let Some(server) = &rule.mcp_name {
-        // `mcpName` + `toolName = "search"` means the composite `server__search`.
-        for name in &mut rule.tool_names {
-            if !name.starts_with(&format!("{server}__")) {
-                *name = format!("{server}__{name}");
+    if has_command
+        && rule
+            .tool_names
+            .iter()
+            .any(|name| name != SHELL_TOOL_NAME && name != "*")
+    {
+        return Err(invalid_value(
+            ctx,
+            "toolName",
+            &rule.tool_names.join(", "),
+            "run_shell_command with commandPrefix or commandRegex",
+        ));
+    }
+    if let Some(server) = rule.mcp_name.clone() {
+        compose_mcp_names(&mut rule.tool_names, &server);
+    }
+    if rule.decision == Decision::Allow {
+        for name in &rule.tool_names {
+            if matches!(NamePattern::parse(name), NamePattern::Glob(_)) {
+                warnings.push(PolicyLoadError::LiteralWildcard {
+                    file: ctx.file.to_owned(),
+                    rule: ctx.rule,
+                    pattern: name.clone(),
+                    note: "an allow rule matches this name literally, as 0.61 does (only `*`, `mcp_*` and `mcp_<server>_*` are wildcards there); deny and ask_user rules read it as a wildcard".to_owned(),
+                });
             }
         }
     }
+    for field in unknown {
+        let effect = if rule.decision == Decision::Allow {
+            rule.decision = Decision::AskUser;
+            "; this allow rule counts as ask_user until the field is fixed".to_owned()
+        } else {
+            String::new()
+        };
+        warnings.push(PolicyLoadError::UnknownField {
+            file: ctx.file.to_owned(),
+            rule: ctx.rule,
+            field: field.clone(),
+            effect,
+        });
+    }
     Ok(rule)
+}
+
+fn boolean(value: &Value, field: &str, ctx: &Ctx<'_>) -> Result<bool, PolicyLoadError> {
+    match value {
+        Value::Boolean(b) => Ok(*b),
+        other => Err(wrong_type(ctx.file, ctx.rule, field, "a boolean", other)),
+    }
 }

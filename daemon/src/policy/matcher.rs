@@ -1,6 +1,7 @@
 //! Matching one rule against one tool call (or one shell sub-command).
 
-use crate::policy::rule::{ApprovalMode, PolicyRule, ToolKind};
+use crate::policy::names::{CallNames, pattern_matches};
+use crate::policy::rule::{ApprovalMode, Decision, PolicyRule, ToolKind};
 use serde_json::Value;
 use std::cell::OnceCell;
 
@@ -35,6 +36,12 @@ pub(crate) struct CallView<'a> {
     pub qualified: &'a str,
     /// MCP server, if any.
     pub server: Option<&'a str>,
+    /// The tool's own name on its MCP server.
+    pub remote: Option<&'a str>,
+    /// The tool's annotations (MCP `annotations`), if any.
+    pub annotations: Option<&'a serde_json::Map<String, Value>>,
+    /// Whether a person can be asked.
+    pub interactive: bool,
     /// Tool kind.
     pub kind: ToolKind,
     /// Approval mode.
@@ -99,15 +106,16 @@ pub fn stable_json(value: &Value, out: &mut String) {
     }
 }
 
-/// Whether a tool-name pattern matches the call.
-fn name_matches(pattern: &str, call: &CallView<'_>) -> bool {
-    if let Some(server) = pattern.strip_suffix("__*") {
-        return call.server == Some(server);
-    }
-    if pattern == call.qualified {
-        return true;
-    }
-    call.server.is_none() && pattern == call.tool_name
+/// Whether a tool-name pattern matches the call. Wildcards 0.61 reads
+/// literally are globs only for rules that deny or ask.
+fn name_matches(pattern: &str, call: &CallView<'_>, as_glob: bool) -> bool {
+    let names = CallNames {
+        tool_name: call.tool_name,
+        qualified: call.qualified,
+        server: call.server,
+        remote: call.remote,
+    };
+    pattern_matches(pattern, &names, as_glob)
 }
 
 /// Word-wise prefix match: `git status` matches `git status -s` but not
@@ -139,23 +147,72 @@ pub(crate) fn text_matches_prefix(text: &str, prefix: &str) -> bool {
 
 /// Whether `rule` matches `call`.
 pub(crate) fn rule_matches(rule: &PolicyRule, call: &CallView<'_>) -> bool {
+    rule_targets(rule, call) && arguments_match(rule, call)
+}
+
+/// Whether `rule` looks at the arguments (or the command) at all.
+pub(crate) fn looks_at_arguments(rule: &PolicyRule) -> bool {
+    rule.args_pattern.is_some() || !rule.command_prefix.is_empty() || rule.command_regex.is_some()
+}
+
+/// Whether `rule` applies to the call's tool, mode and environment,
+/// whatever its arguments.
+pub(crate) fn rule_targets(rule: &PolicyRule, call: &CallView<'_>) -> bool {
     if !rule.modes.is_empty() && !rule.modes.contains(&call.mode) {
         return false;
     }
-    if !rule.tool_names.is_empty() && !rule.tool_names.iter().any(|p| name_matches(p, call)) {
-        return false;
-    }
-    if rule.except_tools.iter().any(|p| name_matches(p, call)) {
-        return false;
-    }
-    if let Some(server) = &rule.mcp_name
-        && call.server != Some(server.as_str())
+    if let Some(interactive) = rule.interactive
+        && interactive != call.interactive
     {
         return false;
+    }
+    if rule.subagent.is_some() {
+        // geminid runs no subagents: every call is the main agent's.
+        return false;
+    }
+    let as_glob = rule.decision != Decision::Allow;
+    if !rule.tool_names.is_empty()
+        && !rule
+            .tool_names
+            .iter()
+            .any(|p| name_matches(p, call, as_glob))
+    {
+        return false;
+    }
+    if rule
+        .except_tools
+        .iter()
+        .any(|p| name_matches(p, call, false))
+    {
+        return false;
+    }
+    let server_ok = match rule.mcp_name.as_deref() {
+        None => true,
+        Some("*") => call.server.is_some(),
+        Some(server) => call.server == Some(server),
+    };
+    if !server_ok {
+        return false;
+    }
+    if let Some(wanted) = &rule.tool_annotations {
+        let Some(have) = call.annotations else {
+            return false;
+        };
+        if wanted
+            .iter()
+            .any(|(key, value)| have.get(key) != Some(value))
+        {
+            return false;
+        }
     }
     if !rule.kinds.is_empty() && (call.server.is_some() || !rule.kinds.contains(&call.kind)) {
         return false;
     }
+    true
+}
+
+/// Whether the call's arguments (or command) meet the rule's conditions.
+fn arguments_match(rule: &PolicyRule, call: &CallView<'_>) -> bool {
     if !rule.command_prefix.is_empty() {
         let Some(command) = call.command else {
             return false;

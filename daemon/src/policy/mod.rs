@@ -55,6 +55,7 @@
 //! * Session "always allow" answers only turn ask_user into allow; they never
 //!   lift a deny or an Admin-tier ask_user.
 
+mod dangerous;
 pub mod defaults;
 pub mod dir;
 pub mod engine;
@@ -63,6 +64,7 @@ mod index;
 pub mod live;
 pub mod load;
 mod matcher;
+pub mod names;
 pub mod rule;
 pub mod save;
 pub mod session;
@@ -107,12 +109,38 @@ pub fn check_tool(
             tool_name,
             args,
             server_name: source.as_ref().and_then(|s| s.server()),
+            remote_name: tool.as_ref().and_then(|t| t.tool.remote_name()),
+            annotations: tool.as_ref().and_then(|t| t.tool.annotations()),
             tool_kind: kind,
             mode,
             interactive,
         },
         allowlist,
     )
+}
+
+/// Whether a session in `mode` is shown `tool` at all (declarations sent
+/// to the model, `tool.list` for the session): tools a rule denies
+/// outright (`tools.core`, `tools.exclude`, a deny policy) are not, as in
+/// 0.61, which does not register them.
+pub fn shows_tool(
+    engine: &PolicyEngine,
+    tool: &dyn crate::tools::Tool,
+    mode: ApprovalMode,
+    interactive: bool,
+) -> bool {
+    let source = tool.source();
+    let args = serde_json::Value::Object(Default::default());
+    !engine.excludes(&PolicyInput {
+        tool_name: tool.name(),
+        args: &args,
+        server_name: source.server(),
+        remote_name: tool.remote_name(),
+        annotations: tool.annotations(),
+        tool_kind: tool.kind(),
+        mode,
+        interactive,
+    })
 }
 
 #[cfg(test)]

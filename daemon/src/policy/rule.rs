@@ -20,16 +20,31 @@ pub enum ApprovalMode {
     /// Everything is allowed unless a rule denies it.
     #[serde(rename = "yolo")]
     Yolo,
+    /// Read-only research (0.61's plan mode): only read-only tools run
+    /// unless a rule says otherwise.
+    #[serde(rename = "plan")]
+    Plan,
 }
 
 impl ApprovalMode {
-    /// Parses the TOML/JSON spelling (`default`, `autoEdit`, `yolo`).
+    /// Parses the TOML/JSON spelling (`default`, `autoEdit`, `yolo`, `plan`).
     pub fn parse(text: &str) -> Option<Self> {
         match text {
             "default" => Some(Self::Default),
             "autoEdit" => Some(Self::AutoEdit),
             "yolo" => Some(Self::Yolo),
+            "plan" => Some(Self::Plan),
             _ => None,
+        }
+    }
+
+    /// The TOML/JSON spelling.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Default => "default",
+            Self::AutoEdit => "autoEdit",
+            Self::Yolo => "yolo",
+            Self::Plan => "plan",
         }
     }
 }
@@ -78,24 +93,38 @@ impl Decision {
     }
 }
 
-/// The tier a rule was loaded from; the base of its final priority.
+/// The tier a rule was loaded from; the base of its final priority. The
+/// bases are 0.61's: Default 1, Extension 2, Workspace 3, User 4, Admin 5
+/// (the seed's three tiers keep their order).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Tier {
     /// Built-in rules shipped with the daemon.
     Default = 1,
+    /// Rules from installed extensions (`~/.gemini/extensions/*/policies`);
+    /// never `allow`, never for yolo.
+    Extension = 2,
+    /// Rules from the workspace's `.gemini/policies`.
+    Workspace = 3,
     /// The user's own policy files and settings.
-    User = 2,
+    User = 4,
     /// Administrator policy files.
-    Admin = 3,
+    Admin = 5,
 }
 
 impl Tier {
-    /// The numeric base of this tier (1, 2 or 3).
+    /// The numeric base of this tier (1 to 5).
     pub fn base(self) -> u32 {
+        self as u32
+    }
+
+    /// The tier's name (`default`, `extension`, `workspace`, `user`, `admin`).
+    pub fn name(self) -> &'static str {
         match self {
-            Self::Default => 1,
-            Self::User => 2,
-            Self::Admin => 3,
+            Self::Default => "default",
+            Self::Extension => "extension",
+            Self::Workspace => "workspace",
+            Self::User => "user",
+            Self::Admin => "admin",
         }
     }
 }
@@ -142,6 +171,23 @@ pub struct PolicyRule {
     pub modes: Vec<ApprovalMode>,
     /// Whether output redirection keeps an `allow` from this rule.
     pub allow_redirection: bool,
+    /// `interactive`: the rule applies only when a person can (true) or
+    /// cannot (false) be asked; `None` in both.
+    pub interactive: Option<bool>,
+    /// `toolAnnotations`: every key must be present in the tool's
+    /// annotations with the same value.
+    pub tool_annotations: Option<serde_json::Map<String, serde_json::Value>>,
+    /// `subagent`: only calls made by this subagent match (geminid runs
+    /// none, so such a rule never matches, as in 0.61 for the main agent).
+    pub subagent: Option<String>,
+    /// `denyMessage`: shown to the model in the tool error and to people.
+    pub deny_message: Option<String>,
+    /// `name`: a label (0.61's shipped files use it).
+    pub label: Option<String>,
+    /// A stand-in for a rule that could not be understood: it never
+    /// decides alone, it only makes the decision for the tools it names
+    /// stricter (see `engine::apply_floors`).
+    pub floor: bool,
     /// Where the rule came from.
     pub source: RuleSource,
 }
@@ -161,6 +207,12 @@ impl PolicyRule {
             priority,
             modes: Vec::new(),
             allow_redirection: false,
+            interactive: None,
+            tool_annotations: None,
+            subagent: None,
+            deny_message: None,
+            label: None,
+            floor: false,
             source,
         }
     }
@@ -191,6 +243,11 @@ pub struct MatchedRule {
     pub source: RuleSource,
     /// Its final priority (`tier + priority / 1000`).
     pub final_priority: f64,
+    /// The conditions that matched (`toolName = "*"`, `commandPrefix =
+    /// "git"`, `modes`...), in the rule's own words.
+    pub matched: Vec<String>,
+    /// The rule's `denyMessage`, when it has one.
+    pub deny_message: Option<String>,
 }
 
 impl MatchedRule {
@@ -199,7 +256,69 @@ impl MatchedRule {
         Self {
             source: rule.source.clone(),
             final_priority: rule.final_priority(),
+            matched: rule.conditions(),
+            deny_message: rule.deny_message.clone(),
         }
+    }
+}
+
+impl PolicyRule {
+    /// The rule's conditions in its own words, for explanations.
+    pub fn conditions(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        let list = |items: &[String]| match items {
+            [one] => format!("{one:?}"),
+            many => format!("{many:?}"),
+        };
+        if self.floor {
+            out.push("unreadable rule (stands for ask_user at least)".to_owned());
+        }
+        if !self.tool_names.is_empty() {
+            out.push(format!("toolName = {}", list(&self.tool_names)));
+        }
+        if let Some(server) = &self.mcp_name {
+            out.push(format!("mcpName = {server:?}"));
+        }
+        if !self.command_prefix.is_empty() {
+            out.push(format!("commandPrefix = {}", list(&self.command_prefix)));
+        }
+        if let Some(re) = &self.command_regex {
+            out.push(format!("commandRegex = {:?}", re.as_str()));
+        }
+        if let Some(re) = &self.args_pattern {
+            out.push(format!("argsPattern = {:?}", re.as_str()));
+        }
+        if !self.modes.is_empty() {
+            let modes: Vec<String> = self
+                .modes
+                .iter()
+                .map(|m| format!("{:?}", m.as_str()))
+                .collect();
+            out.push(format!("modes = [{}]", modes.join(", ")));
+        }
+        if let Some(interactive) = self.interactive {
+            out.push(format!("interactive = {interactive}"));
+        }
+        if let Some(annotations) = &self.tool_annotations {
+            out.push(format!(
+                "toolAnnotations = {}",
+                serde_json::Value::Object(annotations.clone())
+            ));
+        }
+        if let Some(subagent) = &self.subagent {
+            out.push(format!("subagent = {subagent:?}"));
+        }
+        if !self.kinds.is_empty() {
+            let kinds: Vec<String> = self.kinds.iter().map(|k| format!("{k:?}")).collect();
+            out.push(format!("tool kind in [{}]", kinds.join(", ")));
+        }
+        if !self.except_tools.is_empty() {
+            out.push(format!("tool not in {}", list(&self.except_tools)));
+        }
+        if out.is_empty() {
+            out.push("every tool".to_owned());
+        }
+        out
     }
 }
 
@@ -207,8 +326,12 @@ impl std::fmt::Display for MatchedRule {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{} rule #{} (priority {:.3})",
-            self.source.file, self.source.index, self.final_priority
+            "{} rule #{} ({} tier, priority {:.3}; {})",
+            self.source.file,
+            self.source.index,
+            self.source.tier.name(),
+            self.final_priority,
+            self.matched.join(", ")
         )
     }
 }

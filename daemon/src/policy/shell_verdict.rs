@@ -112,6 +112,7 @@ impl PolicyEngine {
                 })
                 .collect(),
             reason,
+            deny_message: None,
         }
     }
 
@@ -240,6 +241,17 @@ impl PolicyEngine {
             rule = None;
         }
         let mut note = None;
+        if decision == Decision::Allow
+            && input.mode != ApprovalMode::Yolo
+            && rule.is_some_and(|r| !r.is_command_specific())
+            && crate::policy::dangerous::is_dangerous(&sub.words)
+        {
+            // 0.61 asks about these under a rule for every shell command.
+            decision = Decision::AskUser;
+            note = Some(
+                "a rule for every shell command does not allow a command that deletes, links or writes this way",
+            );
+        }
         if decision == Decision::Allow && input.mode != ApprovalMode::Yolo {
             let redirect_ok = rule.is_some_and(|r| r.allow_redirection);
             note =

@@ -257,19 +257,28 @@ impl GeminidApiServer for RpcHandler {
     }
 
     async fn list_tools(&self, session_id: Option<String>) -> RpcResult<Vec<ToolInfo>> {
-        // With a session: the tools that session may use (another
-        // workspace's MCP servers left out).
-        let tools = match session_id {
+        // A session sees the tools of its workspace (another workspace's
+        // MCP servers left out) that its policy does not deny outright.
+        let (tools, shown, engine) = match session_id {
             Some(id) => {
                 let (record, _) = self.session(&id)?.info().await?;
-                self.daemon
-                    .registry
-                    .all_in(std::path::Path::new(&record.cwd))
+                let root = std::path::Path::new(&record.cwd);
+                let engine = self.daemon.policy.engine_for(root);
+                (
+                    self.daemon.registry.all_in(root),
+                    Some((record.approval_mode, record.interactive)),
+                    engine,
+                )
             }
-            None => self.daemon.registry.all(),
+            None => (self.daemon.registry.all(), None, self.daemon.policy.engine()),
         };
         Ok(tools
             .iter()
+            .filter(|t| {
+                shown.is_none_or(|(mode, interactive)| {
+                    crate::policy::shows_tool(&engine, t.tool.as_ref(), mode, interactive)
+                })
+            })
             .map(|t| wire::tool_info(t.tool.as_ref()))
             .collect())
     }

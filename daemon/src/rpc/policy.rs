@@ -47,8 +47,12 @@ pub async fn check(daemon: &Daemon, req: CheckRequest) -> RpcResult<PolicyCheckR
     }
     let mode = mode.unwrap_or_default();
     let interactive = req.interactive.unwrap_or(true);
+    let engine = match &req.cwd {
+        Some(cwd) => daemon.policy.engine_for(std::path::Path::new(cwd)),
+        None => daemon.policy.engine(),
+    };
     let verdict = check_tool(
-        &daemon.policy.engine(),
+        &engine,
         &daemon.registry,
         &req.tool_name,
         &args,

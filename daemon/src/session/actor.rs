@@ -298,7 +298,10 @@ impl Actor {
                 let mode = mode.unwrap_or(self.record.approval_mode);
                 let interactive = interactive.unwrap_or(self.record.interactive);
                 let verdict = crate::policy::check_tool(
-                    &self.deps.policy.engine(),
+                    &self
+                        .deps
+                        .policy
+                        .engine_for(std::path::Path::new(&self.record.cwd)),
                     &self.deps.registry,
                     &tool_name,
                     &args,

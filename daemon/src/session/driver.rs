@@ -305,7 +305,7 @@ impl Actor {
             }
         };
         let verdict = crate::policy::check_tool(
-            &self.deps.policy.engine(),
+            &self.deps.policy.engine_for(&self.ctx.workspace_root),
             &self.deps.registry,
             &call.name,
             &call.args,
@@ -418,10 +418,11 @@ impl Actor {
 }
 
 /// "policy: <reason> (<file> rule #<n>, <tier> tier)" for `decidedBy`.
-/// The policy's reason, naming the deciding rule once: the reason names
-/// it already when the rule decided the whole call.
+/// The policy's reason, naming the deciding rule once (the reason names
+/// it already when the rule decided the whole call); a deny's
+/// `denyMessage` first, since that is what the model is meant to read.
 fn explain(verdict: &PolicyVerdict) -> String {
-    match &verdict.rule {
+    let reason = match &verdict.rule {
         Some(rule)
             if !verdict
                 .reason
@@ -433,5 +434,9 @@ fn explain(verdict: &PolicyVerdict) -> String {
             )
         }
         Some(_) | None => format!("policy: {}", verdict.reason),
+    };
+    match &verdict.deny_message {
+        Some(message) => format!("{message} ({reason})"),
+        None => reason,
     }
 }

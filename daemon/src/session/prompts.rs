@@ -99,10 +99,14 @@ impl Actor {
             text: prompt.text,
             history,
             model,
-            tools: crate::tools::declarations::declarations_in(
-                &self.deps.registry,
-                std::path::Path::new(&self.record.cwd),
-            ),
+            tools: {
+                let root = std::path::Path::new(&self.record.cwd);
+                let engine = self.deps.policy.engine_for(root);
+                let (mode, interactive) = (self.record.approval_mode, self.record.interactive);
+                crate::tools::declarations::declarations_in(&self.deps.registry, root, |tool| {
+                    crate::policy::shows_tool(&engine, tool, mode, interactive)
+                })
+            },
             tools_ready: self.tools_ready(),
             workspace: self.record.cwd.clone(),
             memory: self.deps.memory.clone(),
@@ -276,13 +280,17 @@ impl Actor {
         }
         let discovery = self.deps.discovery.clone();
         let registry = self.deps.registry.clone();
+        let engine = self.deps.policy.engine_for(&root);
+        let (mode, interactive) = (self.record.approval_mode, self.record.interactive);
         let names = servers.clone();
         Some(crate::agent::ToolsReady {
             servers,
             bound: MCP_WAIT,
             tools: std::sync::Mutex::new(Box::pin(async move {
                 discovery.wait_attempted(&names, MCP_WAIT).await;
-                crate::tools::declarations::declarations_in(&registry, &root)
+                crate::tools::declarations::declarations_in(&registry, &root, |tool| {
+                    crate::policy::shows_tool(&engine, tool, mode, interactive)
+                })
             })),
         })
     }

@@ -227,6 +227,16 @@ pub trait Tool: Send + Sync {
     fn source(&self) -> ToolSource {
         ToolSource::Builtin
     }
+    /// The tool's annotations (an MCP tool's `annotations`: `readOnlyHint`
+    /// and the rest), which policy rules may match on.
+    fn annotations(&self) -> Option<&serde_json::Map<String, Value>> {
+        None
+    }
+    /// The tool's own name on its MCP server (0.61 names it
+    /// `mcp_<server>_<that name>`).
+    fn remote_name(&self) -> Option<&str> {
+        None
+    }
     /// Validates the arguments (the schema has already been checked) and
     /// returns a call ready to describe, confirm and execute.
     fn build(&self, ctx: &ToolContext, args: &Value) -> Result<Box<dyn ToolInvocation>, ToolError>;

@@ -61,7 +61,17 @@ pub fn function_declaration(tool: &dyn Tool) -> Value {
 
 /// Declarations of every registered tool, sorted by name.
 pub fn declarations(registry: &ToolRegistry) -> Vec<Value> {
+    declarations_where(registry, |_| true)
+}
+
+/// The declarations of the tools `shown` keeps (a session's: the tools
+/// its policy does not deny outright), sorted by name.
+pub fn declarations_where(
+    registry: &ToolRegistry,
+    shown: impl Fn(&dyn Tool) -> bool,
+) -> Vec<Value> {
     let mut tools = registry.all();
+    tools.retain(|t| shown(t.tool.as_ref()));
     tools.sort_by(|a, b| a.tool.name().cmp(b.tool.name()));
     tools
         .iter()
@@ -70,9 +80,15 @@ pub fn declarations(registry: &ToolRegistry) -> Vec<Value> {
 }
 
 /// Declarations of the tools a session rooted at `root` may use (another
-/// workspace's MCP servers left out), sorted by name.
-pub fn declarations_in(registry: &ToolRegistry, root: &std::path::Path) -> Vec<Value> {
+/// workspace's MCP servers left out) that `shown` keeps (those its policy
+/// does not deny outright), sorted by name.
+pub fn declarations_in(
+    registry: &ToolRegistry,
+    root: &std::path::Path,
+    shown: impl Fn(&dyn Tool) -> bool,
+) -> Vec<Value> {
     let mut tools = registry.all_in(root);
+    tools.retain(|t| shown(t.tool.as_ref()));
     tools.sort_by(|a, b| a.tool.name().cmp(b.tool.name()));
     tools
         .iter()

@@ -19,6 +19,7 @@ pub struct McpTool {
     description: String,
     schema: Value,
     remote: String,
+    annotations: Option<serde_json::Map<String, Value>>,
     server: Arc<Server>,
 }
 
@@ -35,6 +36,11 @@ impl McpTool {
             description: remote.description.clone(),
             schema: remote.schema.clone(),
             remote: remote.name.clone(),
+            annotations: remote
+                .declared
+                .get("annotations")
+                .and_then(Value::as_object)
+                .cloned(),
             server,
         }
     }
@@ -68,6 +74,14 @@ pub fn valid_name(name: &str) -> String {
 impl Tool for McpTool {
     fn name(&self) -> &str {
         &self.name
+    }
+
+    fn annotations(&self) -> Option<&serde_json::Map<String, Value>> {
+        self.annotations.as_ref()
+    }
+
+    fn remote_name(&self) -> Option<&str> {
+        Some(&self.remote)
     }
 
     fn display_name(&self) -> &str {

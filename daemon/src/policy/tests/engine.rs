@@ -92,7 +92,7 @@ fn final_priority_reported() {
     let e = tiered(&[(&rule("write_file", "allow", 100), Tier::User)]);
     let v = tool_verdict(&e, "write_file", None, ToolKind::Edit, &json!({}), D, true);
     let matched = v.rule.expect("rule");
-    assert!((matched.final_priority - 2.1).abs() < 1e-9);
+    assert!((matched.final_priority - 4.1).abs() < 1e-9);
     assert_eq!(matched.source.file, "User.toml");
     assert_eq!(matched.source.index, 1);
     assert!(v.reason.contains("User.toml rule #1"), "{}", v.reason);

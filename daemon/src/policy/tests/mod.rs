@@ -5,6 +5,7 @@ mod common;
 mod engine;
 mod load_table;
 mod robustness;
+mod schema_061;
 mod shell_classes;
 mod shell_places;
 mod shell_table;

@@ -87,6 +87,8 @@ fn session_allowlist() {
                 tool_name: tool,
                 args: &args,
                 server_name: server,
+                remote_name: None,
+                annotations: None,
                 tool_kind: ToolKind::Other,
                 mode: D,
                 interactive: true,
@@ -122,6 +124,8 @@ fn session_allowlist() {
             tool_name: "replace",
             args: &json!({}),
             server_name: None,
+            remote_name: None,
+            annotations: None,
             tool_kind: ToolKind::Edit,
             mode: D,
             interactive: true
@@ -203,7 +207,11 @@ fn load_dir_in_name_order() {
     std::fs::write(dir.path().join("c.txt"), "not toml").expect("write");
     std::fs::write(dir.path().join("d.toml"), "[[rule]]\ndecision = \"nope\"\n").expect("write");
     let (rules, errors) = load_dir(dir.path(), Tier::User);
-    let names: Vec<&str> = rules.iter().map(|r| r.tool_names[0].as_str()).collect();
+    let names: Vec<&str> = rules
+        .iter()
+        .filter(|r| !r.floor)
+        .map(|r| r.tool_names[0].as_str())
+        .collect();
     assert_eq!(names, vec!["a", "b"]);
     assert_eq!(errors.len(), 1);
     assert!(
