@@ -74,6 +74,7 @@ impl Daemon {
             guard: guard.clone(),
             user_settings: config.user_gemini_dir.join("settings.json"),
             shell_output: config.shell_output_dir(),
+            sandbox_places: Arc::new(sandbox_places(&crate::safety::DaemonPaths::of(&config))),
         });
         // Status changes go to the daemon's sessions, which exist only once
         // the daemon does: the callback finds it through a late-set weak link.
@@ -211,4 +212,50 @@ pub fn rss_bytes() -> Option<u64> {
     let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
     Some(pages * rustix::param::page_size() as u64)
+}
+
+/// The daemon's places as the sandbox sees them: its data and socket
+/// directories hidden, the files it takes instructions from held
+/// read-only wherever a command may write.
+fn sandbox_places(paths: &crate::safety::DaemonPaths) -> crate::sandbox::DaemonPlaces {
+    let mut hidden = vec![paths.data_dir.clone()];
+    // The socket's directory when it is the daemon's own; else the socket
+    // and its lock (as the protected places do).
+    match paths.socket.parent().filter(|dir| {
+        dir.file_name()
+            .is_some_and(|n| n.to_string_lossy().contains("geminid"))
+    }) {
+        Some(dir) => hidden.push(dir.to_path_buf()),
+        None => {
+            hidden.push(paths.socket.clone());
+            let mut lock = paths.socket.as_os_str().to_owned();
+            lock.push(".lock");
+            hidden.push(lock.into());
+        }
+    }
+    let mut instructions = vec![
+        paths.user_gemini_dir.clone(),
+        paths.admin_policy_dir.clone(),
+        paths.system_settings.clone(),
+        paths.home.join(".gitconfig"),
+        paths.config_home.join("git"),
+    ];
+    if let Some(dir) = paths.system_settings.parent() {
+        instructions.push(dir.join("system-defaults.json"));
+    }
+    instructions.extend(paths.trusted_folders.iter().cloned());
+    let canonical = |v: Vec<std::path::PathBuf>| -> Vec<std::path::PathBuf> {
+        v.into_iter()
+            .filter(|p| p.is_absolute())
+            .map(|p| p.canonicalize().unwrap_or(p))
+            .collect()
+    };
+    // The temp dir: `$TMPDIR`, else `/tmp`.
+    let temp = canonical(vec![std::env::temp_dir()]);
+    crate::sandbox::DaemonPlaces {
+        home: paths.home.clone(),
+        hidden: canonical(hidden),
+        instructions: canonical(instructions),
+        temp,
+    }
 }

@@ -15,6 +15,7 @@ pub mod model;
 pub mod policy;
 pub mod rpc;
 pub mod safety;
+pub mod sandbox;
 pub mod scheduler;
 pub mod server;
 pub mod session;

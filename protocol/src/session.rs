@@ -142,6 +142,52 @@ pub struct DaemonStatus {
     /// (bounded by the daemon's outbound budget).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outbound_bytes: Option<u64>,
+    /// Whether commands can be sandboxed on this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxStatus>,
+}
+
+/// What the kernel lets the sandbox do (`daemon.status`, `sandbox.check`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxStatus {
+    /// Commands can be sandboxed; when false, sandboxed sessions run them
+    /// unsandboxed (and say so), or refuse them under mode `required`.
+    pub available: bool,
+    /// The kernel's Landlock ABI (0: none).
+    pub landlock_abi: i32,
+    /// Why commands cannot be sandboxed here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
+}
+
+/// Result of `sandbox.check`: what a command in a sandboxed session of
+/// `workspace` may do here, and a self-test of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxCheck {
+    pub status: SandboxStatus,
+    pub workspace: String,
+    /// The mode of the user's settings (absent: off, on for yolo).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    pub network: bool,
+    pub writable: Vec<String>,
+    pub hidden: Vec<String>,
+    pub read_only: Vec<String>,
+    /// Problems in the sandbox settings (file and field named).
+    pub problems: Vec<String>,
+    /// Each probe of the self-test.
+    pub probes: Vec<SandboxProbe>,
+}
+
+/// One self-test probe: something the sandbox must allow or refuse.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxProbe {
+    pub name: String,
+    pub passed: bool,
+    pub detail: String,
 }
 
 /// Result of `session.delete`, `session.cancel` and other yes/no requests.
