@@ -219,7 +219,8 @@ async fn a_failing_server_is_announced_once_and_only_where_it_is_used() {
             Some(ApprovalMode::Yolo),
             None,
             Some(false),
-            None, None,
+            None,
+            None,
         )
         .await
         .expect("session")
