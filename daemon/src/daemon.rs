@@ -118,6 +118,7 @@ impl Daemon {
             user_settings: config.user_gemini_dir.join("settings.json"),
             shell_output: config.shell_output_dir(),
             discovery: discovery.clone(),
+            sandbox_places: Arc::new(sandbox_places(&crate::safety::DaemonPaths::of(&config))),
         });
         let outbound = crate::rpc::OutboundBudget::new(config.outbound_budget);
         let daemon = Arc::new(Daemon {
@@ -454,5 +455,51 @@ fn default_approval_mode(
                 .kept("new sessions start in `default`"),
             ),
         ),
+    }
+}
+
+/// The daemon's places as the sandbox sees them: its data and socket
+/// directories hidden, the files it takes instructions from held
+/// read-only wherever a command may write.
+fn sandbox_places(paths: &crate::safety::DaemonPaths) -> crate::sandbox::DaemonPlaces {
+    let mut hidden = vec![paths.data_dir.clone()];
+    // The socket's directory when it is the daemon's own; else the socket
+    // and its lock (as the protected places do).
+    match paths.socket.parent().filter(|dir| {
+        dir.file_name()
+            .is_some_and(|n| n.to_string_lossy().contains("geminid"))
+    }) {
+        Some(dir) => hidden.push(dir.to_path_buf()),
+        None => {
+            hidden.push(paths.socket.clone());
+            let mut lock = paths.socket.as_os_str().to_owned();
+            lock.push(".lock");
+            hidden.push(lock.into());
+        }
+    }
+    let mut instructions = vec![
+        paths.user_gemini_dir.clone(),
+        paths.admin_policy_dir.clone(),
+        paths.system_settings.clone(),
+        paths.home.join(".gitconfig"),
+        paths.config_home.join("git"),
+    ];
+    if let Some(dir) = paths.system_settings.parent() {
+        instructions.push(dir.join("system-defaults.json"));
+    }
+    instructions.extend(paths.trusted_folders.iter().cloned());
+    let canonical = |v: Vec<std::path::PathBuf>| -> Vec<std::path::PathBuf> {
+        v.into_iter()
+            .filter(|p| p.is_absolute())
+            .map(|p| p.canonicalize().unwrap_or(p))
+            .collect()
+    };
+    // The temp dir: `$TMPDIR`, else `/tmp`.
+    let temp = canonical(vec![std::env::temp_dir()]);
+    crate::sandbox::DaemonPlaces {
+        home: paths.home.clone(),
+        hidden: canonical(hidden),
+        instructions: canonical(instructions),
+        temp,
     }
 }

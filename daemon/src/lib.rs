@@ -18,6 +18,7 @@ pub mod policy;
 pub mod problems;
 pub mod rpc;
 pub mod safety;
+pub mod sandbox;
 pub mod scheduler;
 pub mod server;
 pub mod session;

@@ -389,3 +389,36 @@ pub fn config_problem(
         kept: problem.kept.clone(),
     }
 }
+
+/// The kernel's support for the sandbox.
+pub fn sandbox_status(s: &crate::sandbox::Support) -> proto::session::SandboxStatus {
+    proto::session::SandboxStatus {
+        available: s.available(),
+        landlock_abi: s.landlock_abi,
+        missing: s.missing.clone(),
+    }
+}
+
+/// `sandbox.check`'s answer.
+pub fn sandbox_check(c: &crate::sandbox::SandboxCheck) -> proto::session::SandboxCheck {
+    let strings = |v: &[std::path::PathBuf]| v.iter().map(|p| p.display().to_string()).collect();
+    proto::session::SandboxCheck {
+        status: sandbox_status(&c.status),
+        workspace: c.workspace.display().to_string(),
+        mode: c.mode.map(|m| m.as_str().to_owned()),
+        network: c.plan.network,
+        writable: strings(&c.plan.writable),
+        hidden: strings(&c.plan.hidden),
+        read_only: strings(&c.plan.read_only),
+        problems: c.problems.clone(),
+        probes: c
+            .probes
+            .iter()
+            .map(|p| proto::session::SandboxProbe {
+                name: p.name.clone(),
+                passed: p.passed,
+                detail: p.detail.clone(),
+            })
+            .collect(),
+    }
+}

@@ -16,7 +16,9 @@ use std::collections::BTreeMap;
 
 use crate::mcp::{CommandDiscoveryInfo, McpList, McpProbeResult, McpServerInfo};
 use crate::policy::{PolicyCheckResult, PolicyList};
-use crate::session::{Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SessionInfo};
+use crate::session::{
+    Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SandboxCheck, SessionInfo,
+};
 use crate::tool::{ConfirmResult, ConfirmationOutcome, ToolCallStarted, ToolInfo};
 use crate::turn::{HistoryPage, MemoryInfo, PromptAccepted};
 
@@ -41,13 +43,15 @@ pub trait GeminidApi {
     #[method(name = "daemon.shutdown", param_kind = map)]
     async fn shutdown(&self) -> RpcResult<Ack>;
 
-    /// `session.create {cwd, approvalMode?, title?, interactive?, force?}`:
+    /// `session.create {cwd, approvalMode?, title?, interactive?, force?, sandbox?}`:
     /// a new session rooted at `cwd` (an existing directory). The directory
     /// is pinned: the session keeps working in it whatever its path later
     /// names, and is not loaded again if the path comes to name another
     /// directory. Roots no one means (`/`, anything under `/proc`, `/sys`
     /// or `/dev`) are refused unless `force` is true. Returns the session's
-    /// info, whose `sessionId` names it from then on.
+    /// info, whose `sessionId` names it from then on. `sandbox` (`off`,
+    /// `workspace-write`, `read-only`, `required`) sets the session's
+    /// sandbox mode for commands over the user's settings.
     #[method(name = "session.create", param_kind = map, with_extensions)]
     async fn create_session(
         &self,
@@ -56,7 +60,14 @@ pub trait GeminidApi {
         title: Option<String>,
         interactive: Option<bool>,
         force: Option<bool>,
+        sandbox: Option<String>,
     ) -> RpcResult<SessionInfo>;
+
+    /// `sandbox.check {cwd?}`: what the sandbox lets a command of a
+    /// sandboxed session in `cwd` do on this machine, and a self-test
+    /// (writes inside and outside, a hidden secret, the network).
+    #[method(name = "sandbox.check", param_kind = map)]
+    async fn sandbox_check(&self, cwd: Option<String>) -> RpcResult<SandboxCheck>;
 
     /// `session.list`: every stored session, newest first.
     #[method(name = "session.list", param_kind = map)]

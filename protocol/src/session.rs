@@ -156,6 +156,9 @@ pub struct DaemonStatus {
     /// `file: key.path`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unused_settings: Vec<String>,
+    /// Whether commands can be sandboxed on this machine.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxStatus>,
 }
 
 /// One configuration problem in `daemon.status`.
@@ -171,6 +174,49 @@ pub struct ConfigProblemInfo {
     /// What the daemon uses instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kept: Option<String>,
+}
+
+/// What the kernel lets the sandbox do (`daemon.status`, `sandbox.check`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxStatus {
+    /// Commands can be sandboxed; when false, sandboxed sessions run them
+    /// unsandboxed (and say so), or refuse them under mode `required`.
+    pub available: bool,
+    /// The kernel's Landlock ABI (0: none).
+    pub landlock_abi: i32,
+    /// Why commands cannot be sandboxed here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing: Option<String>,
+}
+
+/// Result of `sandbox.check`: what a command in a sandboxed session of
+/// `workspace` may do here, and a self-test of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxCheck {
+    pub status: SandboxStatus,
+    pub workspace: String,
+    /// The mode of the user's settings (absent: off, on for yolo).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    pub network: bool,
+    pub writable: Vec<String>,
+    pub hidden: Vec<String>,
+    pub read_only: Vec<String>,
+    /// Problems in the sandbox settings (file and field named).
+    pub problems: Vec<String>,
+    /// Each probe of the self-test.
+    pub probes: Vec<SandboxProbe>,
+}
+
+/// One self-test probe: something the sandbox must allow or refuse.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxProbe {
+    pub name: String,
+    pub passed: bool,
+    pub detail: String,
 }
 
 /// Result of `session.delete`, `session.cancel` and other yes/no requests.

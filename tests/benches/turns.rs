@@ -78,6 +78,7 @@ async fn overhead(n: usize) -> Vec<(String, String, String, bool)> {
             None,
             None,
             None,
+            None,
         )
         .await
         .unwrap()

@@ -43,6 +43,7 @@ impl Turns {
                 None,
                 interactive,
                 None,
+                None,
             )
             .await
             .unwrap()

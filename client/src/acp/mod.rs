@@ -200,7 +200,7 @@ impl Agent {
         warn_mcp_servers(params);
         let info = self
             .client
-            .create_session(cwd.to_owned(), None, None, Some(true), None)
+            .create_session(cwd.to_owned(), None, None, Some(true), None, None)
             .await
             .map_err(|e| daemon_error(&e))?;
         self.start_follow(&info.session_id, info.last_seq, info.last_seq, None);

@@ -94,7 +94,14 @@ pub async fn chat(ctx: &Ctx, args: ChatArgs) -> Outcome {
             let cwd = std::path::absolute(args.cwd.as_deref().unwrap_or("."))
                 .map_err(|e| Failure::new(exit::USAGE, format!("--cwd: {e}")))?;
             client
-                .create_session(cwd.display().to_string(), None, None, Some(true), None)
+                .create_session(
+                    cwd.display().to_string(),
+                    None,
+                    None,
+                    Some(true),
+                    None,
+                    None,
+                )
                 .await?
         }
     };

@@ -157,5 +157,16 @@ async fn status(ctx: &Ctx) -> Outcome {
             println!("    {key}");
         }
     }
+    if let Some(sandbox) = &status.sandbox {
+        match &sandbox.missing {
+            None => println!(
+                "  sandbox      available (Landlock ABI {}, user and network namespaces)",
+                sandbox.landlock_abi
+            ),
+            Some(why) => println!(
+                "  sandbox      UNAVAILABLE: {why}; sandboxed sessions run commands unsandboxed (mode \"required\" refuses them)"
+            ),
+        }
+    }
     Ok(exit::OK)
 }

@@ -83,6 +83,11 @@ Examples:
   gemctl mcp rediscover                  # rerun tools.discoveryCommand
   gemctl mcp rediscover --session $S     # in that session's workspace";
 
+pub const SANDBOX: &str = "\
+Examples:
+  gemctl sandbox check                   # for the current directory
+  gemctl sandbox check --cwd ~/project --json";
+
 pub const MEMORY: &str = "\
 Examples:
   gemctl memory show

@@ -15,6 +15,7 @@ mod memory;
 mod policy;
 mod prompt;
 mod render;
+mod sandbox;
 mod session;
 
 use std::path::PathBuf;
@@ -69,6 +70,9 @@ enum Command {
     /// The GEMINI.md memory a workspace's turns get
     #[command(subcommand, after_help = examples::MEMORY)]
     Memory(memory::MemoryCommand),
+    /// What the sandbox lets commands do here, with a self-test
+    #[command(subcommand, after_help = examples::SANDBOX)]
+    Sandbox(sandbox::SandboxCommand),
     /// Run one prompt and exit (headless; non-interactive unless --interactive)
     #[command(after_help = PROMPT_HELP)]
     Prompt {
@@ -211,6 +215,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> Outcome {
         Command::Policy(cmd) => policy::run(ctx, cmd).await,
         Command::Mcp(cmd) => mcp::run(ctx, cmd).await,
         Command::Memory(cmd) => memory::run(ctx, cmd).await,
+        Command::Sandbox(cmd) => sandbox::run(ctx, cmd).await,
         Command::Prompt {
             session,
             cwd,

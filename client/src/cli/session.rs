@@ -27,6 +27,10 @@ pub enum SessionCommand {
         /// Accept a workspace no one normally means (/, or under /proc, /sys, /dev)
         #[arg(long)]
         force: bool,
+        /// Sandbox for its commands: off, workspace-write, read-only or
+        /// required [default: the settings; on for yolo]
+        #[arg(long)]
+        sandbox: Option<String>,
     },
     /// List sessions, most recently used first
     #[command(after_help = super::examples::SESSION_LIST)]
@@ -61,6 +65,7 @@ pub async fn run(ctx: &Ctx, cmd: SessionCommand) -> Outcome {
             title,
             non_interactive,
             force,
+            sandbox,
         } => {
             let cwd = match cwd {
                 Some(cwd) => cwd,
@@ -77,6 +82,7 @@ pub async fn run(ctx: &Ctx, cmd: SessionCommand) -> Outcome {
                     title,
                     Some(!non_interactive),
                     Some(force),
+                    sandbox,
                 )
                 .await?;
             if ctx.json {

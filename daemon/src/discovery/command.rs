@@ -115,9 +115,17 @@ pub async fn discover(
     cwd: &Path,
     timeout: Duration,
 ) -> Result<(Vec<Declaration>, Vec<String>), DiscoveryError> {
-    let done = run(command, &[], cwd, b"", timeout, &CancellationToken::new())
-        .await
-        .map_err(DiscoveryError::Spawn)?;
+    let done = run(
+        command,
+        &[],
+        cwd,
+        b"",
+        timeout,
+        &CancellationToken::new(),
+        None,
+    )
+    .await
+    .map_err(DiscoveryError::Spawn)?;
     if done.timed_out {
         return Err(DiscoveryError::Timeout(timeout));
     }
@@ -185,11 +193,7 @@ impl Tool for DiscoveredTool {
     fn source(&self) -> ToolSource {
         ToolSource::Discovered
     }
-    fn build(
-        &self,
-        _ctx: &ToolContext,
-        args: &Value,
-    ) -> Result<Box<dyn ToolInvocation>, ToolError> {
+    fn build(&self, ctx: &ToolContext, args: &Value) -> Result<Box<dyn ToolInvocation>, ToolError> {
         let call = self.call_command.clone().ok_or_else(|| {
             ToolError::new(
                 ToolErrorKind::Unavailable,
@@ -201,6 +205,8 @@ impl Tool for DiscoveredTool {
             call,
             cwd: self.cwd.clone(),
             args: args.clone(),
+            sandbox: ctx.sandbox.clone(),
+            roots: ctx.roots().iter().map(|r| r.path().to_path_buf()).collect(),
         }))
     }
 }
@@ -210,6 +216,10 @@ struct DiscoveredCall {
     call: String,
     cwd: PathBuf,
     args: Value,
+    /// The session's sandbox, applied to the call command as to shell
+    /// commands.
+    sandbox: crate::sandbox::SessionSandbox,
+    roots: Vec<PathBuf>,
 }
 
 #[async_trait]
@@ -239,6 +249,12 @@ impl ToolInvocation for DiscoveredCall {
         _output: OutputSink,
     ) -> Result<ToolResult, ToolError> {
         let script = format!("{} \"$1\"", self.call);
+        let jail = crate::tools::builtin::shell_sandbox::Jail::decide(
+            &self.sandbox,
+            &self.roots,
+            &self.cwd,
+            false,
+        )?;
         let done = run(
             &script,
             &[&self.name],
@@ -246,6 +262,7 @@ impl ToolInvocation for DiscoveredCall {
             self.args.to_string().as_bytes(),
             CALL_TIMEOUT,
             &cancel,
+            jail.prepared,
         )
         .await
         .map_err(|e| {
@@ -271,7 +288,7 @@ impl ToolInvocation for DiscoveredCall {
         }
         // The reference's report of a failed (or noisy) call.
         let show = |v: Option<i32>| v.map_or_else(|| "(none)".to_owned(), |v| v.to_string());
-        let text = format!(
+        let mut text = format!(
             "Stdout: {}\nStderr: {}\nError: (none)\nExit Code: {}\nSignal: {}",
             if done.stdout.is_empty() {
                 "(empty)"
@@ -285,6 +302,12 @@ impl ToolInvocation for DiscoveredCall {
             },
             show(done.code),
             show(done.signal),
+        );
+        // What the sandbox was and refused (the output names it).
+        text.push_str(
+            &jail
+                .report
+                .finish(&format!("{}\n{}", done.stdout, done.stderr)),
         );
         if done.code == Some(0) {
             return Ok(ToolResult::text(text));

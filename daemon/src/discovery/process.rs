@@ -28,9 +28,11 @@ pub async fn run(
     stdin: &[u8],
     timeout: Duration,
     cancel: &CancellationToken,
+    sandbox: Option<crate::sandbox::Prepared>,
 ) -> std::io::Result<Finished> {
     use std::os::unix::process::ExitStatusExt;
-    let mut child = tokio::process::Command::new("sh")
+    let mut command = tokio::process::Command::new("sh");
+    command
         .arg("-c")
         .arg(script)
         .arg("sh")
@@ -42,8 +44,12 @@ pub async fn run(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0)
-        .kill_on_drop(true)
-        .spawn()?;
+        .kill_on_drop(true);
+    if let Some(prepared) = sandbox {
+        crate::sandbox::install(&mut command, prepared);
+    }
+    let mut child = command.spawn()?;
+    drop(command);
     let group = child
         .id()
         .and_then(|id| rustix::process::Pid::from_raw(id as i32));

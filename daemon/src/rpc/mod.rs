@@ -18,7 +18,7 @@ use geminid_protocol::error as code;
 use geminid_protocol::mcp::{CommandDiscoveryInfo, McpList, McpProbeResult, McpServerInfo};
 use geminid_protocol::policy::{PolicyCheckResult, PolicyList};
 use geminid_protocol::session::{
-    Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SessionInfo,
+    Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SandboxCheck, SessionInfo,
 };
 use geminid_protocol::tool::{ConfirmResult, ConfirmationOutcome, ToolCallStarted, ToolInfo};
 use geminid_protocol::turn::{HistoryPage, MemoryInfo, PromptAccepted};
@@ -133,6 +133,7 @@ impl GeminidApiServer for RpcHandler {
                 .map(|(area, p)| wire::config_problem(area, p))
                 .collect(),
             unused_settings: d.unused_settings(),
+            sandbox: Some(wire::sandbox_status(crate::sandbox::support())),
         })
     }
 
@@ -150,7 +151,20 @@ impl GeminidApiServer for RpcHandler {
         title: Option<String>,
         interactive: Option<bool>,
         force: Option<bool>,
+        sandbox: Option<String>,
     ) -> RpcResult<SessionInfo> {
+        let sandbox = match sandbox.as_deref() {
+            None => None,
+            Some(text) => Some(crate::sandbox::Mode::parse(text).ok_or_else(|| {
+                jsonrpsee::types::ErrorObjectOwned::owned(
+                    jsonrpsee::types::error::INVALID_PARAMS_CODE,
+                    format!(
+                        "`sandbox` must be \"off\", \"workspace-write\", \"read-only\" or \"required\", got {text:?}"
+                    ),
+                    None::<()>,
+                )
+            })?),
+        };
         let handle = self
             .daemon
             .sessions
@@ -167,6 +181,7 @@ impl GeminidApiServer for RpcHandler {
                     .get::<ConnectionContext>()
                     .and_then(|c| c.client_name.get())
                     .map(|name| origin_of(name)),
+                sandbox,
             })
             .await?;
         let info = self.info(&handle).await?;
@@ -424,6 +439,28 @@ impl GeminidApiServer for RpcHandler {
         turn::history(&self.daemon, &session_id, offset, limit).await
     }
 
+    async fn sandbox_check(&self, cwd: Option<String>) -> RpcResult<SandboxCheck> {
+        let workspace = match cwd {
+            Some(c) => std::path::PathBuf::from(c),
+            None => std::env::current_dir().map_err(|e| {
+                rpc_error_invalid(format!("no workspace given and no current directory: {e}"))
+            })?,
+        };
+        let workspace = workspace
+            .canonicalize()
+            .map_err(|e| rpc_error_invalid(format!("{}: {e}", workspace.display())))?;
+        let (settings, problems) = crate::tools::ToolSettings::load(
+            &self.daemon.config.user_gemini_dir.join("settings.json"),
+        );
+        let places = self.daemon.sessions.sandbox_places();
+        let check = tokio::task::spawn_blocking(move || {
+            crate::sandbox::check(&workspace, &settings.sandbox, problems, &places)
+        })
+        .await
+        .map_err(|e| rpc_error_invalid(format!("the self-test failed: {e}")))?;
+        Ok(wire::sandbox_check(&check))
+    }
+
     async fn show_memory(
         &self,
         session_id: Option<String>,
@@ -439,6 +476,10 @@ impl GeminidApiServer for RpcHandler {
     ) -> RpcResult<MemoryInfo> {
         turn::memory(&self.daemon, session_id, cwd, true).await
     }
+}
+
+fn rpc_error_invalid(message: String) -> ErrorObjectOwned {
+    ErrorObjectOwned::owned(code::INVALID_PARAMS, message, None::<()>)
 }
 
 /// A session's origin from the name its client gave: `gemctl chat` is a

@@ -16,6 +16,10 @@
 //!   a file under `.vscode` ask (refused non-interactive), as 0.61's
 //!   path checker does in that mode.
 //!
+//! * **Unsandboxed commands**: `run_shell_command` with `"sandbox":
+//!   false` (asked after the sandbox refused something) asks in every
+//!   mode, yolo included, and is refused when non-interactive.
+//!
 //! It stands above `tools/` and `policy/` (it names both) and below
 //! `session/`, whose driver calls [`Guard::check`].
 
@@ -86,10 +90,6 @@ impl Guard {
             Decision::Deny => return None,
             Decision::Allow | Decision::AskUser => {}
         }
-        let edits = call.tool_kind.is_edit() || build_files::is_edit_tool_name(call.tool_name);
-        if !edits {
-            return None;
-        }
         let stricter = if call.interactive {
             Decision::AskUser
         } else {
@@ -100,6 +100,22 @@ impl Guard {
         } else {
             "; this session is non-interactive, so no one can approve it"
         };
+        if call.tool_name == "run_shell_command"
+            && call.args.get("sandbox") == Some(&Value::Bool(false))
+        {
+            return Some(SafetyVerdict {
+                decision: stricter,
+                source: "Unsandboxed Command",
+                reason: format!(
+                    "this command asks to run outside the sandbox, which needs a person's \
+                     approval every time, in every mode{nobody}"
+                ),
+            });
+        }
+        let edits = call.tool_kind.is_edit() || build_files::is_edit_tool_name(call.tool_name);
+        if !edits {
+            return None;
+        }
         let targets: Vec<PathBuf> = call
             .locations
             .iter()

@@ -88,6 +88,8 @@ pub struct ActorDeps {
     /// MCP servers and discovered tools: a prompt waits for the servers
     /// its session will see.
     pub discovery: Arc<crate::discovery::Discovery>,
+    /// The daemon's places the sandbox hides or holds read-only.
+    pub sandbox_places: Arc<crate::sandbox::DaemonPlaces>,
 }
 
 pub(super) struct Actor {
@@ -145,6 +147,16 @@ pub fn spawn(
     }
     let mut ctx = ToolContext::pinned(root, Vec::new(), settings);
     ctx.session_id = Some(record.id.clone());
+    ctx.sandbox.places = deps.sandbox_places.clone();
+    // A stored mode that no longer parses is refused, never dropped.
+    ctx.sandbox.override_mode = match record.sandbox.as_deref() {
+        None => None,
+        Some(text) => match crate::sandbox::Mode::parse(text) {
+            Some(mode) => Some(mode),
+            None => Some(crate::sandbox::Mode::Required),
+        },
+    };
+    ctx.sandbox.yolo = record.approval_mode == crate::policy::ApprovalMode::Yolo;
     let last_seq = deps.store.last_seq(&record.id)?;
     let interrupted = deps.store.open_calls(&record.id)?;
     let pending_prompts = deps.store.pending_prompts(&record.id)?;
@@ -279,6 +291,7 @@ impl Actor {
             }
             Command::SetApprovalMode { mode, reply } => {
                 self.record.approval_mode = mode;
+                self.ctx.sandbox.yolo = mode == crate::policy::ApprovalMode::Yolo;
                 self.pending.record = Some(self.record.clone());
                 self.emit(EventPayload::ApprovalModeChanged {
                     approval_mode: wire::approval_mode(mode),

@@ -32,6 +32,8 @@ pub struct NewSession {
     pub force: bool,
     /// Which kind of client creates it.
     pub origin: Option<String>,
+    /// The session's sandbox mode, over the settings.
+    pub sandbox: Option<crate::sandbox::Mode>,
 }
 
 impl SessionManager {
@@ -42,6 +44,11 @@ impl SessionManager {
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
         }
+    }
+
+    /// The daemon's places the sandbox hides or holds read-only.
+    pub fn sandbox_places(&self) -> std::sync::Arc<crate::sandbox::DaemonPlaces> {
+        self.deps.sandbox_places.clone()
     }
 
     pub fn store(&self) -> &store::Store {
@@ -94,6 +101,7 @@ impl SessionManager {
             root_dev: Some(root.id().dev),
             root_ino: Some(root.id().ino),
             origin: new.origin,
+            sandbox: new.sandbox.map(|m| m.as_str().to_owned()),
         };
         // The actor writes the record with its first event and flushes both
         // before it answers anything, so a created session survives kill -9.

@@ -224,6 +224,7 @@ mod tests {
             root_dev: None,
             root_ino: None,
             origin: None,
+            sandbox: None,
         };
         let mut first = append(&[1]);
         first.record = Some(record("old"));

@@ -18,6 +18,7 @@ fn record(id: &str) -> SessionRecord {
         root_dev: None,
         root_ino: None,
         origin: None,
+        sandbox: None,
     }
 }
 

@@ -55,6 +55,10 @@ pub struct SessionRecord {
     /// written before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub origin: Option<String>,
+    /// The sandbox mode `session.create` chose (`off`, `workspace-write`,
+    /// `read-only`, `required`); absent: the settings decide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }
 
 /// An event as stored and broadcast: its seq and its wire JSON. Shared

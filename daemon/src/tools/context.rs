@@ -22,6 +22,8 @@ pub struct ToolContext {
     /// The session the tools run for, when there is one: what they save
     /// for it (long shell output) goes under its id and is deleted with it.
     pub session_id: Option<String>,
+    /// The session's sandbox for commands (settings, override, yolo).
+    pub sandbox: crate::sandbox::SessionSandbox,
 }
 
 impl ToolContext {
@@ -37,11 +39,16 @@ impl ToolContext {
     pub fn pinned(primary: PinnedRoot, extra: Vec<PinnedRoot>, settings: ToolSettings) -> Self {
         let mut roots = vec![primary];
         roots.extend(extra);
+        let sandbox = crate::sandbox::SessionSandbox {
+            settings: settings.sandbox.clone(),
+            ..Default::default()
+        };
         ToolContext {
             workspace_root: roots[0].path().to_path_buf(),
             roots,
             settings,
             session_id: None,
+            sandbox,
         }
     }
 

@@ -45,6 +45,8 @@ pub struct ToolSettings {
     pub web_fetch_allow_private: bool,
     /// `geminid.shell.maxStoredOutputBytes`.
     pub shell_max_stored_output: usize,
+    /// `sandbox` (and 0.61's `tools.sandbox*`).
+    pub sandbox: crate::sandbox::SandboxSettings,
 }
 
 /// The default of `geminid.shell.maxStoredOutputBytes`.
@@ -56,6 +58,7 @@ impl Default for ToolSettings {
             filtering: FileFiltering::default(),
             web_fetch_allow_private: false,
             shell_max_stored_output: DEFAULT_SHELL_MAX_STORED_OUTPUT,
+            sandbox: crate::sandbox::SandboxSettings::default(),
         }
     }
 }
@@ -133,8 +136,11 @@ impl ToolSettings {
                 "{file}: `context.fileFiltering.customIgnoreFilePaths` must be a list of paths, got {other}"
             )),
         }
+        let (sandbox, sandbox_problems) = crate::sandbox::SandboxSettings::parse(value, file);
+        problems.extend(sandbox_problems);
         (
             ToolSettings {
+                sandbox,
                 filtering: FileFiltering {
                     respect_git_ignore,
                     respect_gemini_ignore,

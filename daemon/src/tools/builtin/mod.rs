@@ -31,6 +31,7 @@ mod shell_exec;
 pub mod shell_output;
 mod shell_proc;
 pub mod shell_reap;
+pub mod shell_sandbox;
 pub mod walk;
 pub mod web_fetch;
 pub mod web_fetch_guard;

@@ -35,6 +35,9 @@ struct ShellParams {
     description: Option<String>,
     #[serde(default)]
     directory: Option<String>,
+    /// `false` asks to run outside the sandbox (a separate approval).
+    #[serde(default)]
+    sandbox: Option<bool>,
 }
 
 pub struct ShellTool {
@@ -58,6 +61,10 @@ impl ShellTool {
                 "directory": {
                     "type": "string",
                     "description": "Directory to run in, relative to the workspace root (default: the root). Must exist."
+                },
+                "sandbox": {
+                    "type": "boolean",
+                    "description": "Set to false only to run a command the sandbox refused, outside it; that always needs the user's approval."
                 }
             },
             "required": ["command"]
@@ -121,6 +128,8 @@ impl Tool for ShellTool {
             params,
             root_commands,
             config,
+            sandbox: ctx.sandbox.clone(),
+            roots: ctx.roots().iter().map(|r| r.path().to_path_buf()).collect(),
         }))
     }
 }
@@ -182,6 +191,8 @@ struct ShellInvocation {
     params: ShellParams,
     root_commands: Vec<String>,
     config: ShellConfig,
+    sandbox: crate::sandbox::SessionSandbox,
+    roots: Vec<PathBuf>,
 }
 
 impl ShellInvocation {
@@ -241,16 +252,24 @@ impl ToolInvocation for ShellInvocation {
                 format!("cannot open the directory {}: {e}", self.cwd.display()),
             )
         })?;
+        let jail = super::shell_sandbox::Jail::decide(
+            &self.sandbox,
+            &self.roots,
+            &self.cwd,
+            self.params.sandbox == Some(false),
+        )?;
         let outcome = run_wrapped(
             &self.params.command,
             &super::path::fd_path(&dir),
             &self.cwd,
             &self.config,
+            jail.prepared,
             cancel,
             output,
         )
         .await?;
-        let report = format_report(&self.params.command, &self.directory_label(), &outcome);
+        let mut report = format_report(&self.params.command, &self.directory_label(), &outcome);
+        report.push_str(&jail.report.finish(&outcome.output.text));
         match outcome.ended {
             Ended::Exited => {
                 let mut result = ToolResult::text(report);

@@ -135,6 +135,7 @@ pub async fn run_wrapped(
     cwd: &Path,
     pwd: &Path,
     config: &ShellConfig,
+    sandbox: Option<crate::sandbox::Prepared>,
     cancel: CancellationToken,
     stream: OutputSink,
 ) -> Result<Outcome, ToolError> {
@@ -161,11 +162,9 @@ pub async fn run_wrapped(
     let writer2 = writer
         .try_clone()
         .map_err(|e| ToolError::execution(format!("cannot duplicate a pipe: {e}")))?;
-    // The Command is a temporary: it is dropped at the end of this statement,
-    // closing our copies of the write end, so only bash and its children
-    // hold it.
     let marker = new_marker();
-    let mut child = tokio::process::Command::new("bash")
+    let mut command = tokio::process::Command::new("bash");
+    command
         .arg("-c")
         .arg(script)
         // The daemon's environment without its secrets (`child_env`).
@@ -180,9 +179,16 @@ pub async fn run_wrapped(
         .process_group(0)
         .env("GEMINI_CLI", "1")
         .env("PAGER", "cat")
-        .env("GIT_PAGER", "cat")
+        .env("GIT_PAGER", "cat");
+    if let Some(prepared) = sandbox {
+        crate::sandbox::install(&mut command, prepared);
+    }
+    let mut child = command
         .spawn()
         .map_err(|e| ToolError::execution(format!("failed to start bash: {e}")))?;
+    // Our copies of the pipe's write end go with the Command, so only bash
+    // and its children hold it.
+    drop(command);
     let pgid = child
         .id()
         .and_then(|p| i32::try_from(p).ok())
