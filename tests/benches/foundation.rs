@@ -714,6 +714,9 @@ async fn store_commit(n: usize) -> (Stats, Stats, Stats) {
             root_dev: None,
             root_ino: None,
             origin: None,
+            tokens: None,
+            model: None,
+            compression: None,
         })
         .expect("put_session");
     // About the size of a read_file toolCall event.

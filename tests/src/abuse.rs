@@ -61,6 +61,7 @@ pub async fn fixture() -> Fixture {
             None,
             None,
             None,
+            None,
         )
         .await
         .unwrap()

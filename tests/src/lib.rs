@@ -416,6 +416,7 @@ pub async fn yolo_session(client: &Client, workspace: &Path) -> String {
             None,
             None,
             None,
+            None,
         )
         .await
         .expect("session.create")
@@ -425,7 +426,14 @@ pub async fn yolo_session(client: &Client, workspace: &Path) -> String {
 /// Creates a session rooted at the daemon's workspace.
 pub async fn new_session(client: &Client, workspace: &Path) -> String {
     client
-        .create_session(workspace.display().to_string(), None, None, None, None)
+        .create_session(
+            workspace.display().to_string(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .expect("session.create")
         .session_id

@@ -272,6 +272,7 @@ async fn one_client(d: &Shared, n: usize, calls: usize) -> ClientOutcome {
             None,
             Some(false),
             None,
+            None,
         )
         .await
     {

@@ -30,6 +30,7 @@ impl Fixture {
                 None,
                 interactive,
                 None,
+                None,
             )
             .await
             .unwrap()

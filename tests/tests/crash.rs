@@ -213,6 +213,7 @@ async fn kill_9_at_random_moments_loses_nothing_and_interrupts_open_calls() {
                 None,
                 Some(false),
                 None,
+                None,
             )
             .await
             .unwrap();

@@ -220,6 +220,7 @@ async fn file_tools_never_allow_what_the_reference_refuses() {
                 None,
                 Some(interactive),
                 None,
+                None,
             )
             .await
             .unwrap()

@@ -280,6 +280,7 @@ async fn trusted_server_needs_no_confirmation_and_shutdown_kills_servers() {
             None,
             Some(true),
             None,
+            None,
         )
         .await
         .unwrap()

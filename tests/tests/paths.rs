@@ -38,6 +38,7 @@ async fn fixture() -> Fixture {
             None,
             None,
             None,
+            None,
         )
         .await
         .unwrap()

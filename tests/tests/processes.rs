@@ -129,7 +129,14 @@ async fn cancel_timeout_and_disconnect_leave_no_process() {
     // tool.confirm cancel: the command never starts
     let m = marker("confirm");
     let asking = c
-        .create_session(d.workspace.display().to_string(), None, None, None, None)
+        .create_session(
+            d.workspace.display().to_string(),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
         .await
         .unwrap()
         .session_id;

@@ -33,6 +33,7 @@ async fn session(c: &Client, root: &Path, mode: ApprovalMode, interactive: bool)
             None,
             Some(interactive),
             None,
+            None,
         )
         .await
         .unwrap()

@@ -228,6 +228,7 @@ async fn no_command_line_runs_what_the_policy_did_not_allow() {
             None,
             Some(false),
             None,
+            None,
         )
         .await
         .expect("session.create")
@@ -303,6 +304,7 @@ async fn no_command_line_runs_what_the_policy_did_not_allow() {
             Some(geminid_protocol::session::ApprovalMode::Yolo),
             None,
             Some(false),
+            None,
             None,
         )
         .await

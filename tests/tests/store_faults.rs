@@ -120,6 +120,7 @@ async fn fault_and_recover(
             None,
             None,
             None,
+            None,
         )
         .await
         .unwrap()

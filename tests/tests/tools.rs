@@ -46,6 +46,7 @@ impl Bench {
                 None,
                 None,
                 None,
+                None,
             )
             .await
             .expect("session.create")

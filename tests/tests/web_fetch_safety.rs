@@ -23,6 +23,7 @@ async fn session(
         None,
         Some(interactive),
         None,
+        None,
     )
     .await
     .unwrap()

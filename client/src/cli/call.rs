@@ -72,6 +72,7 @@ pub async fn call(ctx: &Ctx, session: Option<&str>, tool: &str, args: &str) -> O
                     Some(format!("gemctl call {tool}")),
                     None,
                     None,
+                    None,
                 )
                 .await?;
             (info.session_id, true)

@@ -62,6 +62,7 @@ pub async fn prompt(ctx: &Ctx, mut args: PromptArgs) -> Outcome {
                     None,
                     Some(args.interactive),
                     None,
+                    None,
                 )
                 .await?
         }

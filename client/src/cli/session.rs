@@ -77,6 +77,7 @@ pub async fn run(ctx: &Ctx, cmd: SessionCommand) -> Outcome {
                     title,
                     Some(!non_interactive),
                     Some(force),
+                    None,
                 )
                 .await?;
             if ctx.json {

@@ -110,6 +110,7 @@ impl Link {
                         Some(SESSION_TITLE.to_owned()),
                         Some(*interactive),
                         None,
+                        None,
                     )
                     .await?;
                 eprintln!(

@@ -202,7 +202,9 @@ pub fn parse_chunk(model: &str, data: &str) -> Result<Chunk, ModelError> {
         let count = |k: &str| usage[k].as_u64().unwrap_or(0);
         chunk.usage = Some(Usage {
             input_tokens: count("promptTokenCount"),
-            output_tokens: count("candidatesTokenCount") + count("thoughtsTokenCount"),
+            output_tokens: count("candidatesTokenCount"),
+            cached_tokens: count("cachedContentTokenCount"),
+            thought_tokens: count("thoughtsTokenCount"),
         });
     }
     Ok(chunk)
@@ -336,7 +338,9 @@ mod tests {
             chunk.usage,
             Some(Usage {
                 input_tokens: 10,
-                output_tokens: 7
+                output_tokens: 5,
+                cached_tokens: 0,
+                thought_tokens: 2,
             })
         );
     }

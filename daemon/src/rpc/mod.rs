@@ -21,7 +21,7 @@ use geminid_protocol::session::{
     Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SessionInfo,
 };
 use geminid_protocol::tool::{ConfirmResult, ConfirmationOutcome, ToolCallStarted, ToolInfo};
-use geminid_protocol::turn::{HistoryPage, MemoryInfo, PromptAccepted};
+use geminid_protocol::turn::{CompressResult, HistoryPage, MemoryInfo, PromptAccepted};
 use jsonrpsee::core::{RpcResult, SubscriptionResult, async_trait};
 use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{Extensions, Methods, PendingSubscriptionSink};
@@ -123,7 +123,7 @@ impl GeminidApiServer for RpcHandler {
             sessions_loaded: d.sessions.loaded_count() as u64,
             tools: d.registry.len() as u64,
             rss_bytes: rss_bytes(),
-            model: Some(wire::model_status(&d.model.config(None))),
+            model: Some(model_status(&d.model)),
             store_error,
             outbound_bytes: Some(d.outbound.total() as u64),
         })
@@ -143,6 +143,7 @@ impl GeminidApiServer for RpcHandler {
         title: Option<String>,
         interactive: Option<bool>,
         force: Option<bool>,
+        model: Option<String>,
     ) -> RpcResult<SessionInfo> {
         let handle = self
             .daemon
@@ -157,6 +158,7 @@ impl GeminidApiServer for RpcHandler {
                     .get::<ConnectionContext>()
                     .and_then(|c| c.client_name.get())
                     .map(|name| origin_of(name)),
+                model: model.filter(|m| !m.trim().is_empty()),
             })
             .await?;
         let info = self.info(&handle).await?;
@@ -398,6 +400,18 @@ impl GeminidApiServer for RpcHandler {
         turn::history(&self.daemon, &session_id, offset, limit).await
     }
 
+    async fn set_model(&self, session_id: String, model: Option<String>) -> RpcResult<SessionInfo> {
+        let handle = self.session(&session_id)?;
+        handle
+            .set_model(model.filter(|m| !m.trim().is_empty()))
+            .await?;
+        self.info(&handle).await
+    }
+
+    async fn compress(&self, session_id: String) -> RpcResult<CompressResult> {
+        turn::compress(&self.daemon, &session_id).await
+    }
+
     async fn show_memory(
         &self,
         session_id: Option<String>,
@@ -433,4 +447,15 @@ mod tests {
         assert_eq!(super::origin_of("gemctl-mcp-serve"), "mcp serve");
         assert_eq!(super::origin_of("zed"), "zed");
     }
+}
+
+/// The daemon's model, with the models sessions may switch to.
+fn model_status(slot: &crate::model::ModelSlot) -> geminid_protocol::turn::ModelStatus {
+    use crate::model::choice;
+    let config = slot.config(None);
+    let settings = slot.settings();
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let fallback = choice::fallback_model(&env, &settings);
+    let available = choice::listed_models(&config.model, fallback.as_deref(), &settings);
+    wire::model_status(&config, available, fallback)
 }

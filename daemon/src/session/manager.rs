@@ -32,6 +32,8 @@ pub struct NewSession {
     pub force: bool,
     /// Which kind of client creates it.
     pub origin: Option<String>,
+    /// The session's model (`None`: the daemon's).
+    pub model: Option<String>,
 }
 
 impl SessionManager {
@@ -94,6 +96,9 @@ impl SessionManager {
             root_dev: Some(root.id().dev),
             root_ino: Some(root.id().ino),
             origin: new.origin,
+            tokens: None,
+            model: new.model,
+            compression: None,
         };
         // The actor writes the record with its first event and flushes both
         // before it answers anything, so a created session survives kill -9.

@@ -224,6 +224,9 @@ mod tests {
             root_dev: None,
             root_ino: None,
             origin: None,
+            tokens: None,
+            model: None,
+            compression: None,
         };
         let mut first = append(&[1]);
         first.record = Some(record("old"));

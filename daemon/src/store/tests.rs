@@ -18,6 +18,9 @@ fn record(id: &str) -> SessionRecord {
         root_dev: None,
         root_ino: None,
         origin: None,
+        tokens: None,
+        model: None,
+        compression: None,
     }
 }
 

@@ -80,6 +80,7 @@ pub async fn session(c: &Client, d: &TestDaemon, mode: ApprovalMode) -> String {
         None,
         Some(false),
         None,
+        None,
     )
     .await
     .expect("session")
