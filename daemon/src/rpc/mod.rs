@@ -439,16 +439,6 @@ fn origin_of(client_name: &str) -> String {
         .replace('-', " ")
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn origins_drop_the_gemctl_prefix() {
-        assert_eq!(super::origin_of("gemctl chat"), "chat");
-        assert_eq!(super::origin_of("gemctl-mcp-serve"), "mcp serve");
-        assert_eq!(super::origin_of("zed"), "zed");
-    }
-}
-
 /// The daemon's model, with the models sessions may switch to.
 fn model_status(slot: &crate::model::ModelSlot) -> geminid_protocol::turn::ModelStatus {
     use crate::model::choice;
@@ -458,4 +448,14 @@ fn model_status(slot: &crate::model::ModelSlot) -> geminid_protocol::turn::Model
     let fallback = choice::fallback_model(&env, &settings);
     let available = choice::listed_models(&config.model, fallback.as_deref(), &settings);
     wire::model_status(&config, available, fallback)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn origins_drop_the_gemctl_prefix() {
+        assert_eq!(super::origin_of("gemctl chat"), "chat");
+        assert_eq!(super::origin_of("gemctl-mcp-serve"), "mcp serve");
+        assert_eq!(super::origin_of("zed"), "zed");
+    }
 }

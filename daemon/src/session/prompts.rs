@@ -435,16 +435,6 @@ fn title_of(prompt: &str) -> String {
     title
 }
 
-#[cfg(test)]
-mod title_tests {
-    #[test]
-    fn a_title_is_the_first_line_cut_short() {
-        assert_eq!(super::title_of("\n  fix the build \nmore"), "fix the build");
-        let long = "x".repeat(70);
-        assert_eq!(super::title_of(&long).chars().count(), 61);
-    }
-}
-
 /// The turn id an event names: none for a compression between turns.
 fn turn_of(id: &str) -> Option<String> {
     (!id.starts_with("compress-")).then(|| id.to_owned())
@@ -453,4 +443,14 @@ fn turn_of(id: &str) -> Option<String> {
 /// The daemon's environment, empty values as unset.
 fn env(name: &str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+#[cfg(test)]
+mod title_tests {
+    #[test]
+    fn a_title_is_the_first_line_cut_short() {
+        assert_eq!(super::title_of("\n  fix the build \nmore"), "fix the build");
+        let long = "x".repeat(70);
+        assert_eq!(super::title_of(&long).chars().count(), 61);
+    }
 }
