@@ -220,6 +220,7 @@ async fn a_failing_server_is_announced_once_and_only_where_it_is_used() {
             None,
             Some(false),
             None,
+            None,
         )
         .await
         .expect("session")
