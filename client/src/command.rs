@@ -151,3 +151,18 @@ macro_rules! outp {
 }
 
 pub(crate) use {outln, outp};
+/// How full the context window is and what the session used in total.
+pub fn context_line(tokens: &geminid_protocol::turn::SessionTokens) -> String {
+    format!(
+        "context {:.0}% of {} ({} tokens); session total {} in, {} out, {} cached, {} thoughts in {} model request{}",
+        tokens.context_share * 100.0,
+        tokens.context_window,
+        tokens.context_tokens,
+        tokens.total.input,
+        tokens.total.output,
+        tokens.total.cached,
+        tokens.total.thoughts,
+        tokens.requests,
+        if tokens.requests == 1 { "" } else { "s" }
+    )
+}

@@ -4,7 +4,7 @@
 //! # async fn demo() -> Result<(), gemctl::ClientError> {
 //! use gemctl::GeminidApiClient;
 //! let client = gemctl::Client::connect(&gemctl::default_socket()).await?;
-//! let session = client.create_session("/tmp".into(), None, None, None, None, None).await?;
+//! let session = client.create_session("/tmp".into(), None, None, None, None, None, None).await?;
 //! let started = client
 //!     .call_tool(session.session_id, "list_directory".into(),
 //!                Some(serde_json::json!({"path": "/tmp"})), Some(true))

@@ -50,6 +50,30 @@ pub fn session_info(
         origin: record.origin.clone(),
         last_seq,
         loaded,
+        model: record.model.clone(),
+        tokens: record.tokens.as_ref().map(session_tokens),
+    }
+}
+
+/// One request's counts.
+pub fn token_counts(usage: crate::model::Usage) -> geminid_protocol::turn::TokenCounts {
+    geminid_protocol::turn::TokenCounts {
+        input: usage.input_tokens,
+        output: usage.output_tokens,
+        cached: usage.cached_tokens,
+        thoughts: usage.thought_tokens,
+    }
+}
+
+/// A session's token account.
+pub fn session_tokens(ledger: &crate::model::TokenLedger) -> geminid_protocol::turn::SessionTokens {
+    geminid_protocol::turn::SessionTokens {
+        total: token_counts(ledger.total),
+        requests: ledger.requests,
+        model: ledger.model.clone(),
+        context_tokens: ledger.context_tokens,
+        context_window: ledger.context_window,
+        context_share: ledger.share(),
     }
 }
 
@@ -305,8 +329,14 @@ pub fn history_entry(content: &crate::model::Content) -> serde_json::Value {
 }
 
 /// The model configuration, for `daemon.status`.
-pub fn model_status(config: &crate::model::ModelConfig) -> geminid_protocol::turn::ModelStatus {
+pub fn model_status(
+    config: &crate::model::ModelConfig,
+    available: Vec<String>,
+    fallback: Option<String>,
+) -> geminid_protocol::turn::ModelStatus {
     geminid_protocol::turn::ModelStatus {
+        available,
+        fallback,
         provider: config.provider.label().to_owned(),
         model: config.model.clone(),
         base_url: config.base_url.clone(),

@@ -43,7 +43,7 @@ pub trait GeminidApi {
     #[method(name = "daemon.shutdown", param_kind = map)]
     async fn shutdown(&self) -> RpcResult<Ack>;
 
-    /// `session.create {cwd, approvalMode?, title?, interactive?, force?, sandbox?}`:
+    /// `session.create {cwd, approvalMode?, title?, interactive?, force?, sandbox?, model?}`:
     /// a new session rooted at `cwd` (an existing directory). The directory
     /// is pinned: the session keeps working in it whatever its path later
     /// names, and is not loaded again if the path comes to name another
@@ -61,6 +61,18 @@ pub trait GeminidApi {
         interactive: Option<bool>,
         force: Option<bool>,
         sandbox: Option<String>,
+        model: Option<String>,
+    ) -> RpcResult<SessionInfo>;
+
+    /// `session.setModel {sessionId, model?}`: the model this session's
+    /// next requests go to (the provider and key stay the daemon's);
+    /// without `model`, back to the daemon's. A `modelChanged` event
+    /// says so. A running turn keeps the model it started with.
+    #[method(name = "session.setModel", param_kind = map)]
+    async fn set_model(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+        model: Option<String>,
     ) -> RpcResult<SessionInfo>;
 
     /// `sandbox.check {cwd?}`: what the sandbox lets a command of a
@@ -121,6 +133,17 @@ pub trait GeminidApi {
         offset: Option<u64>,
         limit: Option<u64>,
     ) -> RpcResult<HistoryPage>;
+
+    /// `session.compress {sessionId}`: replaces the older part of what is
+    /// sent to the model by a summary the model writes (a `compressed`
+    /// event says what was replaced by what). The stored history is
+    /// unchanged. Runs between turns: while a turn runs the answer is
+    /// error -32041 (the turn compresses on its own when it must).
+    #[method(name = "session.compress", param_kind = map)]
+    async fn compress(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+    ) -> RpcResult<crate::turn::CompressResult>;
 
     /// `memory.show {sessionId? | cwd?}`: the GEMINI.md memory the model
     /// gets for that workspace: the merged text and each file's imports.

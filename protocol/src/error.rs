@@ -39,6 +39,11 @@ pub const WORKSPACE_CHANGED: i32 = -32013;
 pub const SHUTTING_DOWN: i32 = -32020;
 /// No model is configured, or the configuration is incomplete.
 pub const MODEL_NOT_CONFIGURED: i32 = -32040;
+/// The session is busy with something the request must not interleave
+/// with (`session.compress` while a turn runs); try again once it ends.
+pub const SESSION_BUSY: i32 = -32041;
+/// A compression was tried and failed; the history sent is unchanged.
+pub const COMPRESSION_FAILED: i32 = -32042;
 /// The session store failed (disk full, read-only, corrupt).
 pub const STORE_ERROR: i32 = -32030;
 /// `mcp.probe` could not connect to the server, list its tools or call

@@ -75,6 +75,52 @@ pub enum EventPayload {
     /// Something went wrong that is not tied to one call.
     #[serde(rename_all = "camelCase")]
     Error { message: String },
+    /// A model request finished: its token counts, the session's totals,
+    /// and how much of the model's context window the request filled.
+    #[serde(rename_all = "camelCase")]
+    TokenUsage {
+        turn_id: Option<String>,
+        /// `turn` (a step of a turn) or `compression` (the summary request).
+        purpose: String,
+        request: crate::turn::TokenCounts,
+        tokens: crate::turn::SessionTokens,
+    },
+    /// Old history was replaced by a summary in what is sent to the model.
+    /// The stored history is unchanged (`session.history` still returns
+    /// every entry); entries `[0, replacedEntries)` are sent as `summary`.
+    #[serde(rename_all = "camelCase")]
+    Compressed {
+        turn_id: Option<String>,
+        /// `auto` (the history passed the threshold) or `manual`.
+        trigger: String,
+        replaced_entries: u64,
+        /// Entries sent verbatim after the summary.
+        kept_entries: u64,
+        summary: String,
+        /// Estimated tokens of what is sent, before and after.
+        tokens_before: u64,
+        tokens_after: u64,
+    },
+    /// A compression was tried and failed; the history sent is unchanged.
+    #[serde(rename_all = "camelCase")]
+    CompressionFailed {
+        turn_id: Option<String>,
+        trigger: String,
+        message: String,
+    },
+    /// The session's model was chosen (`session.setModel`); `None`: the
+    /// daemon's model again.
+    #[serde(rename_all = "camelCase")]
+    ModelChanged { model: Option<String> },
+    /// The model refused (quota, overload) and the turn goes on with the
+    /// configured fallback model.
+    #[serde(rename_all = "camelCase")]
+    ModelFallback {
+        turn_id: String,
+        from: String,
+        to: String,
+        reason: String,
+    },
     /// An MCP server's connection changed (`connecting`, `connected`,
     /// `disconnected`). Announced to every loaded session.
     #[serde(rename_all = "camelCase")]

@@ -81,6 +81,12 @@ pub struct SessionInfo {
     pub last_seq: u64,
     /// Whether the session's actor is running in the daemon now.
     pub loaded: bool,
+    /// The model chosen for this session; absent: the daemon's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Token accounting and context-window use, once a request was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<crate::turn::SessionTokens>,
 }
 
 /// Params of `session.create`.

@@ -43,6 +43,13 @@ pub struct ModelStatus {
     /// Settings found in the user's files that were not used, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// Models a session may be switched to (`session.setModel`): this
+    /// one, settings `geminid.models`, the fallback.
+    #[serde(default)]
+    pub available: Vec<String>,
+    /// Where turns go on when the model is over quota or overloaded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
 }
 
 /// Result of `memory.show` and `memory.reload`.
@@ -64,4 +71,64 @@ pub struct ImportNode {
     pub path: String,
     #[serde(default)]
     pub imports: Vec<ImportNode>,
+}
+
+/// Token counts of model requests, as the provider reported them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenCounts {
+    /// Prompt tokens (the whole request: system instruction, history, tools).
+    pub input: u64,
+    /// Answer tokens, thoughts excluded.
+    pub output: u64,
+    /// Prompt tokens served from the provider's cache (part of `input`).
+    pub cached: u64,
+    /// Thought tokens.
+    pub thoughts: u64,
+}
+
+impl TokenCounts {
+    /// `self + other`, field by field.
+    pub fn plus(self, other: TokenCounts) -> TokenCounts {
+        TokenCounts {
+            input: self.input + other.input,
+            output: self.output + other.output,
+            cached: self.cached + other.cached,
+            thoughts: self.thoughts + other.thoughts,
+        }
+    }
+}
+
+/// A session's token accounting (`session.get`, `tokenUsage` events).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionTokens {
+    /// Every model request of the session so far, summed.
+    pub total: TokenCounts,
+    /// How many model requests were made (compression's included).
+    pub requests: u64,
+    /// The model of the last request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Prompt tokens of the last request: how much of the window the
+    /// conversation as sent fills.
+    pub context_tokens: u64,
+    /// The model's context window in tokens.
+    pub context_window: u64,
+    /// `contextTokens / contextWindow`, 0 to 1.
+    pub context_share: f64,
+}
+
+/// Result of `session.compress`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CompressResult {
+    /// `compressed`, or `noop` when there was nothing old enough to
+    /// summarize.
+    pub status: String,
+    /// History entries (from the start) the summary stands for now.
+    pub replaced_entries: u64,
+    /// Estimated tokens of what is sent, before and after.
+    pub tokens_before: u64,
+    pub tokens_after: u64,
 }

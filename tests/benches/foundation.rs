@@ -715,6 +715,9 @@ async fn store_commit(n: usize) -> (Stats, Stats, Stats) {
             root_ino: None,
             origin: None,
             sandbox: None,
+            tokens: None,
+            model: None,
+            compression: None,
         })
         .expect("put_session");
     // About the size of a read_file toolCall event.

@@ -10,6 +10,12 @@
 //!    start to the first model request arriving at the fake. Target:
 //!    <= 15 ms. Also with a new session (`--cwd`), for information.
 //!
+//! 3. `compression`: a 100-step turn (99 `read_file` calls) with a
+//!    history near the compression threshold, then the same after
+//!    `session.compress`: the daemon's own time per step, from the
+//!    fake's reply written out to the next request arriving (the model
+//!    excluded; tool, scheduling, persistence, history, estimate).
+//!
 //! Run with `cargo bench -p geminid-tests --bench turns` (arguments after
 //! `--` select figures by name). `TURNS_N` sets the repetitions.
 #![allow(clippy::expect_used, clippy::unwrap_used, clippy::panic)]
@@ -46,6 +52,9 @@ fn main() {
     if wants("overhead") {
         rows.extend(runtime.block_on(overhead(n)));
     }
+    if wants("compression") {
+        rows.extend(runtime.block_on(compression()));
+    }
     if wants("first-request") {
         rows.extend(runtime.block_on(first_request(n)));
     }
@@ -75,6 +84,7 @@ async fn overhead(n: usize) -> Vec<(String, String, String, bool)> {
         .create_session(
             d.workspace.display().to_string(),
             Some(geminid_protocol::session::ApprovalMode::Yolo),
+            None,
             None,
             None,
             None,
@@ -172,6 +182,118 @@ async fn overhead(n: usize) -> Vec<(String, String, String, bool)> {
         "<= 5 ms".into(),
         measured <= Duration::from_millis(5),
     )]
+}
+
+/// The window the `compression` figure runs under.
+const BENCH_WINDOW: u64 = 200_000;
+const STEPS: usize = 100;
+
+async fn compression() -> Vec<(String, String, String, bool)> {
+    println!("\n## Per-step daemon time, {STEPS}-step turn, history near the window\n");
+    let fake = FakeModel::start(steps_by_turn()).await;
+    let window = BENCH_WINDOW.to_string();
+    let d = TestDaemon::start_with_env(&[
+        ("GEMINI_API_KEY", "k"),
+        ("GOOGLE_GEMINI_BASE_URL", &fake.base_url),
+        ("GEMINID_CONTEXT_WINDOW", &window),
+    ]);
+    fake.set_var("WS", &d.workspace.display().to_string());
+    for i in 0..STEPS {
+        std::fs::write(d.workspace.join(format!("small-{i}.txt")), "hello\n").unwrap();
+    }
+    let c = d.client().await;
+    let session = yolo_session(&c, &d.workspace).await;
+    let mut sub = c.subscribe_session(session.clone(), None).await.unwrap();
+    let run = |text: String| {
+        let c = &c;
+        let session = session.clone();
+        async move { c.prompt(session, text).await.unwrap().turn_id }
+    };
+    // History up to ~40% of the window: prompts of ~8,000 characters.
+    let filler = "context ".repeat(1000);
+    let mut primed = 0;
+    while primed < 34 {
+        let turn = run(format!("note {primed}: {filler}")).await;
+        collect_until(&mut sub, |e| matches!(&e.payload, EventPayload::TurnFinished { turn_id, .. } if *turn_id == turn)).await;
+        primed += 1;
+    }
+    let mut rows = Vec::new();
+    for label in ["before compression", "after compression"] {
+        if label.starts_with("after") {
+            let done = c.compress(session.clone()).await.unwrap();
+            println!(
+                "- compressed: {} entries replaced, about {} -> {} tokens",
+                done.replaced_entries, done.tokens_before, done.tokens_after
+            );
+        }
+        let before = fake.seen().len();
+        let turn = run(format!("run {label}")).await;
+        let events = collect_until(&mut sub, |e| matches!(&e.payload, EventPayload::TurnFinished { turn_id, .. } if *turn_id == turn)).await;
+        assert!(
+            !events.iter().any(|e| matches!(&e.payload,
+                EventPayload::Compressed { turn_id: Some(t), .. } if *t == turn)),
+            "the turn itself must not compress"
+        );
+        let seen = fake.seen();
+        assert_eq!(seen.len() - before, STEPS, "{STEPS} model requests");
+        let answered = fake.answered();
+        let mut gaps: Vec<Duration> = (before..seen.len() - 1)
+            .filter_map(|n| {
+                let written = answered.iter().find(|(m, _)| *m == n)?.1;
+                Some(seen[n + 1].at.saturating_duration_since(written))
+            })
+            .collect();
+        gaps.sort();
+        let p = |q: f64| gaps[((gaps.len() - 1) as f64 * q) as usize];
+        let tokens = |n: usize| seen[n].body.to_string().len() / 4;
+        println!(
+            "- {label}: request {} -> {} tokens (~{}% of {BENCH_WINDOW}); daemon per step p50 {:.2} ms, p99 {:.2} ms",
+            tokens(before),
+            tokens(seen.len() - 1),
+            tokens(seen.len() - 1) * 100 / BENCH_WINDOW as usize,
+            ms(p(0.5)),
+            ms(p(0.99))
+        );
+        rows.push((
+            format!("daemon time per model step, {STEPS}-step turn, {label} (p50)"),
+            format!("{:.2} ms (p99 {:.2})", ms(p(0.5)), ms(p(0.99))),
+            "info".into(),
+            true,
+        ));
+    }
+    rows
+}
+
+/// `STEPS - 1` calls, one per response, then an answer; like
+/// `ten_calls_by_turn`, a plain prompt (no "run") is answered at once.
+fn steps_by_turn() -> fake_model::Responder {
+    Arc::new(|seen: &fake_model::Seen, _| {
+        let contents = seen.body["contents"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let start = contents.iter().rposition(|c| {
+            c["role"] == "user"
+                && c["parts"].as_array().is_some_and(|p| {
+                    p.iter()
+                        .any(|p| p["text"].as_str().is_some_and(|t| t.starts_with("run ")))
+                })
+        });
+        let Some(start) = start else {
+            return gemini::answer(&["ok"]);
+        };
+        let answered = contents[start..]
+            .iter()
+            .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
+            .filter(|p| p.get("functionResponse").is_some())
+            .count();
+        if answered < STEPS - 1 {
+            let path = format!("{{WS}}/small-{answered}.txt");
+            gemini::call_reply(&[("read_file", json!({"absolute_path": path}))])
+        } else {
+            gemini::answer(&["done"])
+        }
+    })
 }
 
 /// Ten calls per turn, then an answer, whatever the history holds: counts

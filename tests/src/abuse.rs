@@ -62,6 +62,7 @@ pub async fn fixture() -> Fixture {
             None,
             None,
             None,
+            None,
         )
         .await
         .unwrap()

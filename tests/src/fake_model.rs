@@ -57,6 +57,8 @@ pub type Responder = Arc<dyn Fn(&Seen, usize) -> Reply + Send + Sync>;
 pub struct FakeModel {
     pub base_url: String,
     seen: Arc<Mutex<Vec<Seen>>>,
+    /// When the reply to request `n` was written out: `(n, instant)`.
+    answered: Arc<Mutex<Vec<(usize, Instant)>>>,
     vars: Arc<Mutex<Vec<(String, String)>>>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -84,6 +86,50 @@ impl FakeModel {
         .await
     }
 
+    /// A model with a context window of `window` tokens: each request's
+    /// prompt is counted ([`prompt_tokens`]); one over the window gets the
+    /// Gemini API's 400, the others `inner`'s reply with its
+    /// `usageMetadata` set as the real API sets it (`promptTokenCount` the
+    /// count, `cachedContentTokenCount` the prefix shared with the
+    /// previous request, `totalTokenCount` the sum).
+    pub async fn windowed(window: u64, inner: Responder) -> FakeModel {
+        let previous = Arc::new(Mutex::new(String::new()));
+        Self::start(Arc::new(move |seen, n| {
+            let count = prompt_tokens(&seen.body);
+            if count > window {
+                return gemini::error(
+                    400,
+                    "INVALID_ARGUMENT",
+                    &format!(
+                        "The input token count ({count}) exceeds the maximum number of tokens allowed ({window})."
+                    ),
+                );
+            }
+            let contents = seen.body["contents"].to_string();
+            let cached = {
+                let mut previous = previous.lock().unwrap();
+                let shared = previous
+                    .bytes()
+                    .zip(contents.bytes())
+                    .take_while(|(a, b)| a == b)
+                    .count() as u64;
+                *previous = contents;
+                shared / 4
+            };
+            match inner(seen, n) {
+                Reply::Stream { events, gap } => Reply::Stream {
+                    events: events
+                        .into_iter()
+                        .map(|e| with_usage(e, count, cached))
+                        .collect(),
+                    gap,
+                },
+                other => other,
+            }
+        }))
+        .await
+    }
+
     /// Answers each request with what `responder` says.
     pub async fn start(responder: Responder) -> FakeModel {
         let listener = TcpListener::bind("127.0.0.1:0")
@@ -91,6 +137,8 @@ impl FakeModel {
             .expect("bind fake model");
         let addr = listener.local_addr().expect("addr");
         let seen = Arc::new(Mutex::new(Vec::new()));
+        let answered = Arc::new(Mutex::new(Vec::new()));
+        let done = answered.clone();
         let vars: Arc<Mutex<Vec<(String, String)>>> = Arc::new(Mutex::new(Vec::new()));
         let log = seen.clone();
         let substitute = vars.clone();
@@ -119,14 +167,16 @@ impl FakeModel {
                 let responder = responder.clone();
                 let log = log.clone();
                 let count = count.clone();
+                let done = done.clone();
                 tokio::spawn(async move {
-                    let _ = serve(stream, responder, log, count).await;
+                    let _ = serve(stream, responder, log, count, done).await;
                 });
             }
         });
         FakeModel {
             base_url: format!("http://{addr}"),
             seen,
+            answered,
             vars,
             task,
         }
@@ -139,10 +189,46 @@ impl FakeModel {
         self.vars.lock().unwrap().push((name.to_owned(), escaped));
     }
 
+    /// When each reply was written out, by request number (in order of
+    /// writing).
+    pub fn answered(&self) -> Vec<(usize, Instant)> {
+        self.answered.lock().unwrap().clone()
+    }
+
     /// Every request so far.
     pub fn seen(&self) -> Vec<Seen> {
         self.seen.lock().unwrap().clone()
     }
+}
+
+/// The fake's token count of a request: a quarter of the characters of
+/// its contents, system instruction and tools as JSON.
+pub fn prompt_tokens(body: &Value) -> u64 {
+    let len = |v: &Value| {
+        if v.is_null() {
+            0
+        } else {
+            v.to_string().len() as u64
+        }
+    };
+    (len(&body["contents"]) + len(&body["systemInstruction"]) + len(&body["tools"])).div_ceil(4)
+}
+
+/// `event` with its `usageMetadata` (if any) counting `prompt` tokens,
+/// `cached` of them from the cache.
+fn with_usage(event: String, prompt: u64, cached: u64) -> String {
+    let Ok(mut value) = serde_json::from_str::<Value>(&event) else {
+        return event;
+    };
+    let Some(usage) = value.get_mut("usageMetadata") else {
+        return event;
+    };
+    let output = usage["candidatesTokenCount"].as_u64().unwrap_or(0);
+    let thoughts = usage["thoughtsTokenCount"].as_u64().unwrap_or(0);
+    usage["promptTokenCount"] = json!(prompt);
+    usage["cachedContentTokenCount"] = json!(cached);
+    usage["totalTokenCount"] = json!(prompt + output + thoughts);
+    value.to_string()
 }
 
 /// Serves the requests of one connection (keep-alive).
@@ -151,6 +237,7 @@ async fn serve(
     responder: Responder,
     log: Arc<Mutex<Vec<Seen>>>,
     count: Arc<std::sync::atomic::AtomicUsize>,
+    answered: Arc<Mutex<Vec<(usize, Instant)>>>,
 ) -> std::io::Result<()> {
     // Like real servers: no Nagle delay between a head and its chunks.
     stream.set_nodelay(true)?;
@@ -199,6 +286,7 @@ async fn serve(
                 stream.write_all(body.as_bytes()).await?;
             }
         }
+        answered.lock().unwrap().push((n, Instant::now()));
     }
 }
 
@@ -303,6 +391,17 @@ pub mod gemini {
         json!({
             "candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}],
             "usageMetadata": {"promptTokenCount": input, "candidatesTokenCount": output, "totalTokenCount": input + output}
+        })
+        .to_string()
+    }
+
+    /// The last chunk with every count the API reports.
+    pub fn done_full(input: u64, output: u64, cached: u64, thoughts: u64) -> String {
+        json!({
+            "candidates": [{"content": {"role": "model", "parts": [{"text": ""}]}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": input, "candidatesTokenCount": output,
+                "cachedContentTokenCount": cached, "thoughtsTokenCount": thoughts,
+                "totalTokenCount": input + output + thoughts}
         })
         .to_string()
     }

@@ -427,6 +427,7 @@ pub async fn yolo_session(client: &Client, workspace: &Path) -> String {
             None,
             None,
             None,
+            None,
         )
         .await
         .expect("session.create")
@@ -438,6 +439,7 @@ pub async fn new_session(client: &Client, workspace: &Path) -> String {
     client
         .create_session(
             workspace.display().to_string(),
+            None,
             None,
             None,
             None,

@@ -273,6 +273,7 @@ async fn one_client(d: &Shared, n: usize, calls: usize) -> ClientOutcome {
             Some(false),
             None,
             None,
+            None,
         )
         .await
     {

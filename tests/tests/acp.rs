@@ -230,6 +230,45 @@ async fn modes_switch_and_a_loaded_session_replays_its_history() {
     assert!(missing.get("error").is_some(), "{missing}");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_selector_lists_and_switches_the_session_model() {
+    let s = Setup::new(vec![gemini::answer(&["ok"])]).await;
+    let mut agent = s.agent().await;
+    let (r, _) = agent
+        .call("session/new", json!({"cwd": s.ws(), "mcpServers": []}))
+        .await;
+    let models = &r["result"]["models"];
+    assert_eq!(models["currentModelId"], "gemini-2.5-flash", "{r}");
+    assert_eq!(models["availableModels"][0]["modelId"], "gemini-2.5-flash");
+    let session = r["result"]["sessionId"].as_str().unwrap().to_owned();
+    let (r, _) = agent
+        .call(
+            "session/set_model",
+            json!({"sessionId": session, "modelId": "gemini-2.5-pro"}),
+        )
+        .await;
+    assert_eq!(r["result"], json!({}), "{r}");
+    let info =
+        s.d.client()
+            .await
+            .get_session(session.clone())
+            .await
+            .unwrap();
+    assert_eq!(info.model.as_deref(), Some("gemini-2.5-pro"));
+    let (r, _) = agent.call("session/prompt", prompt(&session, "hi")).await;
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    let seen = s.fake.seen();
+    assert!(
+        seen.last()
+            .unwrap()
+            .path
+            .contains("/models/gemini-2.5-pro:"),
+        "{}",
+        seen.last().unwrap().path
+    );
+    assert_eq!(agent.close().await, Some(0));
+}
+
 /// Runs a peer command in the peers folder (so `npx` finds Node 22).
 async fn run_peer(peers: &std::path::Path, program: &str, args: &[&str]) -> (bool, String) {
     let home = tempfile::tempdir().expect("home");

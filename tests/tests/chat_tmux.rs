@@ -84,6 +84,15 @@ async fn chat_in_a_terminal_streams_asks_cancels_and_shares_a_session() {
     };
     assert!(screen.contains("  │ fn main() {}"), "{screen}");
     assert!(screen.contains("╭─ rust"), "{screen}");
+    // After the turn: the token account and how full the window is.
+    let screen = tmux.wait_for("a", "in 1 model request").await;
+    assert!(screen.contains("context 0% of 1048576"), "{screen}");
+    tmux.line("a", "/stats");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while count(&tmux.screen("a"), "session total 10 in, 5 out") < 2 {
+        assert!(std::time::Instant::now() < deadline, "{}", tmux.screen("a"));
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
 
     // A call to write_file asks, with its diff; e edits the arguments in
     // $EDITOR (sent as modify_with_editor); the edited file is written.

@@ -375,10 +375,18 @@ async fn default_approval_mode_applies_to_new_sessions_live() {
     let gemini = d.home().join(".gemini");
     std::fs::create_dir_all(&gemini).unwrap();
     let mode_of_new = || async {
-        c.create_session(d.workspace.display().to_string(), None, None, None, None)
-            .await
-            .unwrap()
-            .approval_mode
+        c.create_session(
+            d.workspace.display().to_string(),
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
+        .await
+        .unwrap()
+        .approval_mode
     };
     use geminid_protocol::session::ApprovalMode;
     assert_eq!(mode_of_new().await, ApprovalMode::Default);

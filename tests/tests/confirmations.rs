@@ -31,6 +31,7 @@ impl Fixture {
                 interactive,
                 None,
                 None,
+                None,
             )
             .await
             .unwrap()

@@ -214,6 +214,7 @@ async fn kill_9_at_random_moments_loses_nothing_and_interrupts_open_calls() {
                 Some(false),
                 None,
                 None,
+                None,
             )
             .await
             .unwrap();

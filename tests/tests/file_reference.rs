@@ -221,6 +221,7 @@ async fn file_tools_never_allow_what_the_reference_refuses() {
                 Some(interactive),
                 None,
                 None,
+                None,
             )
             .await
             .unwrap()

@@ -281,6 +281,7 @@ async fn trusted_server_needs_no_confirmation_and_shutdown_kills_servers() {
             Some(true),
             None,
             None,
+            None,
         )
         .await
         .unwrap()

@@ -221,6 +221,7 @@ async fn a_failing_server_is_announced_once_and_only_where_it_is_used() {
             Some(false),
             None,
             None,
+            None,
         )
         .await
         .expect("session")

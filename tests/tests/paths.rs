@@ -39,6 +39,7 @@ async fn fixture() -> Fixture {
             None,
             None,
             None,
+            None,
         )
         .await
         .unwrap()

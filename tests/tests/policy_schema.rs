@@ -38,6 +38,8 @@ async fn session_in(c: &Client, d: &TestDaemon, mode: ApprovalMode, interactive:
         None,
         Some(interactive),
         None,
+        None,
+        None,
     )
     .await
     .expect("session")
@@ -317,6 +319,8 @@ async fn a_workspaces_own_policies_deny_and_ask_for_its_sessions_only_and_never_
             Some(ApprovalMode::Yolo),
             None,
             Some(true),
+            None,
+            None,
             None,
         )
         .await

@@ -136,6 +136,7 @@ async fn cancel_timeout_and_disconnect_leave_no_process() {
             None,
             None,
             None,
+            None,
         )
         .await
         .unwrap()

@@ -82,6 +82,7 @@ async fn stream_json_is_one_event_per_line_and_stdin_is_the_prompt() {
             "userMessage",
             "modelText",
             "modelText",
+            "tokenUsage",
             "turnFinished"
         ]
     );

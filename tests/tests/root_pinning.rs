@@ -32,7 +32,7 @@ async fn roots_no_one_means_are_refused_unless_forced() {
         "/dev/shm",
     ] {
         let (code, message) = rpc_failure(
-            c.create_session(root.into(), None, None, Some(false), None, None)
+            c.create_session(root.into(), None, None, Some(false), None, None, None)
                 .await,
         );
         assert_eq!(code, code::INVALID_PARAMS, "{root}: {message}");
@@ -40,7 +40,7 @@ async fn roots_no_one_means_are_refused_unless_forced() {
     }
     // Forced, `/` is taken (as the person asked).
     let info = c
-        .create_session("/".into(), None, None, Some(false), Some(true), None)
+        .create_session("/".into(), None, None, Some(false), Some(true), None, None)
         .await
         .unwrap();
     assert_eq!(info.cwd, "/");
@@ -78,6 +78,7 @@ async fn a_replaced_root_is_refused_after_a_restart() {
             Some(ApprovalMode::Yolo),
             None,
             Some(false),
+            None,
             None,
             None,
         )

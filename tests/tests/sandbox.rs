@@ -77,6 +77,7 @@ async fn session_with(c: &Client, root: &Path, sandbox: Option<&str>) -> String 
         Some(false),
         None,
         sandbox.map(str::to_owned),
+        None,
     )
     .await
     .expect("session.create")
@@ -364,6 +365,7 @@ async fn the_session_decides_and_leaving_the_sandbox_asks() {
             None,
             None,
             Some("sometimes".into()),
+            None,
         )
         .await;
     assert!(bad.is_err());
@@ -376,6 +378,7 @@ async fn the_session_decides_and_leaving_the_sandbox_asks() {
             Some(false),
             None,
             Some("read-only".into()),
+            None,
         )
         .await
         .unwrap()

@@ -34,6 +34,7 @@ async fn session(c: &Client, root: &Path, mode: ApprovalMode, interactive: bool)
             Some(interactive),
             None,
             None,
+            None,
         )
         .await
         .unwrap()

@@ -229,6 +229,7 @@ async fn no_command_line_runs_what_the_policy_did_not_allow() {
             Some(false),
             None,
             None,
+            None,
         )
         .await
         .expect("session.create")
@@ -304,6 +305,7 @@ async fn no_command_line_runs_what_the_policy_did_not_allow() {
             Some(geminid_protocol::session::ApprovalMode::Yolo),
             None,
             Some(false),
+            None,
             None,
             None,
         )

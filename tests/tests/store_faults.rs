@@ -121,6 +121,7 @@ async fn fault_and_recover(
             None,
             None,
             None,
+            None,
         )
         .await
         .unwrap()
@@ -295,7 +296,10 @@ async fn a_deleted_data_dir_acknowledges_nothing_and_status_says_why() {
     let created = {
         let c = d.client().await;
         let ws = d.workspace.display().to_string();
-        tokio::spawn(async move { c.create_session(ws, None, None, None, None, None).await })
+        tokio::spawn(async move {
+            c.create_session(ws, None, None, None, None, None, None)
+                .await
+        })
     };
     for _ in 0..6 {
         tokio::time::sleep(Duration::from_millis(500)).await;

@@ -47,6 +47,7 @@ impl Bench {
                 None,
                 None,
                 None,
+                None,
             )
             .await
             .expect("session.create")

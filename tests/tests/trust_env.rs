@@ -22,6 +22,8 @@ async fn yolo_in(c: &Client, dir: &Path) -> String {
         None,
         Some(false),
         None,
+        None,
+        None,
     )
     .await
     .expect("session")

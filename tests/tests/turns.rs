@@ -44,6 +44,7 @@ impl Turns {
                 interactive,
                 None,
                 None,
+                None,
             )
             .await
             .unwrap()
@@ -459,9 +460,15 @@ async fn history_survives_a_restart_and_the_next_prompt_continues_it() {
     assert_eq!(end_of(&events, &second).0, "completed");
     let seen = t.fake.seen();
     let contents = seen[1].body["contents"].as_array().unwrap();
+    // The session context part opens the first user content.
+    let context = contents[0]["parts"][0]["text"].as_str().unwrap();
+    assert!(context.starts_with("<session_context>"), "{context}");
     let texts: Vec<&str> = contents
         .iter()
-        .map(|c| c["parts"][0]["text"].as_str().unwrap())
+        .map(|c| {
+            let parts = c["parts"].as_array().unwrap();
+            parts[parts.len() - 1]["text"].as_str().unwrap()
+        })
         .collect();
     assert_eq!(
         texts,

@@ -24,6 +24,7 @@ async fn session(
         Some(interactive),
         None,
         None,
+        None,
     )
     .await
     .unwrap()

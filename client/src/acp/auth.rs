@@ -86,6 +86,8 @@ mod tests {
             key_source: "GEMINI_API_KEY".into(),
             problem: problem.map(str::to_owned),
             notes: Vec::new(),
+            available: Vec::new(),
+            fallback: None,
         }
     }
 

@@ -40,6 +40,18 @@ pub fn mode_state(current: ApprovalMode) -> Value {
     })
 }
 
+/// ACP's `models` state: the current model and those offered.
+pub fn model_state(current: &str, available: &[String]) -> Value {
+    let mut models: Vec<Value> = available
+        .iter()
+        .map(|m| json!({"modelId": m, "name": m}))
+        .collect();
+    if !available.iter().any(|m| m == current) {
+        models.insert(0, json!({"modelId": current, "name": current}));
+    }
+    json!({"currentModelId": current, "availableModels": models})
+}
+
 /// The approval mode an ACP `modeId` names.
 pub fn mode_from_id(id: &str) -> Option<ApprovalMode> {
     id.parse().ok()

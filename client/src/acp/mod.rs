@@ -141,6 +141,7 @@ impl Agent {
             "session/load" => self.load_session(&params, id.clone()).await.map(|()| None),
             "session/prompt" => self.prompt(&params, id.clone()).await.map(|()| None),
             "session/set_mode" => self.set_mode(&params).await.map(Some),
+            "session/set_model" => self.set_model(&params).await.map(Some),
             _ => Err((code::METHOD_NOT_FOUND, format!("unknown method `{method}`"))),
         };
         match answered {
@@ -200,11 +201,14 @@ impl Agent {
         warn_mcp_servers(params);
         let info = self
             .client
-            .create_session(cwd.to_owned(), None, None, Some(true), None, None)
+            .create_session(cwd.to_owned(), None, None, Some(true), None, None, None)
             .await
             .map_err(|e| daemon_error(&e))?;
         self.start_follow(&info.session_id, info.last_seq, info.last_seq, None);
-        Ok(json!({"sessionId": info.session_id, "modes": convert::mode_state(info.approval_mode)}))
+        let models = self.model_state(info.model.as_deref()).await;
+        Ok(
+            json!({"sessionId": info.session_id, "modes": convert::mode_state(info.approval_mode), "models": models}),
+        )
     }
 
     async fn load_session(&self, params: &Value, id: Value) -> Result<(), Refusal> {
@@ -215,7 +219,8 @@ impl Agent {
             .get_session(session_id.to_owned())
             .await
             .map_err(|e| daemon_error(&e))?;
-        let result = json!({"modes": convert::mode_state(info.approval_mode)});
+        let models = self.model_state(info.model.as_deref()).await;
+        let result = json!({"modes": convert::mode_state(info.approval_mode), "models": models});
         self.start_follow(session_id, 0, info.last_seq, Some((id, result)));
         Ok(())
     }
@@ -254,6 +259,27 @@ impl Agent {
         };
         let status = self.client.status().await.map_err(|e| daemon_error(&e))?;
         auth::check(wanted, status.model.as_ref())?;
+        Ok(json!({}))
+    }
+
+    /// ACP's model selector: the session's model and those the daemon
+    /// offers (`Null` when the daemon cannot say).
+    async fn model_state(&self, chosen: Option<&str>) -> Value {
+        match self.client.status().await.ok().and_then(|s| s.model) {
+            Some(status) => {
+                convert::model_state(chosen.unwrap_or(&status.model), &status.available)
+            }
+            None => Value::Null,
+        }
+    }
+
+    async fn set_model(&self, params: &Value) -> Result<Value, Refusal> {
+        let follow = self.follow(str_param(params, "sessionId")?)?;
+        let model = str_param(params, "modelId")?;
+        self.client
+            .set_model(follow.session_id.clone(), Some(model.to_owned()))
+            .await
+            .map_err(|e| daemon_error(&e))?;
         Ok(json!({}))
     }
 

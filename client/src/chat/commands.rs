@@ -1,5 +1,5 @@
 //! Slash commands: `/mode`, `/memory show`, `/tools`, `/mcp`,
-//! `/sessions`, `/quit`, `/help`.
+//! `/sessions`, `/model`, `/compress`, `/stats`, `/quit`, `/help`.
 
 use geminid_protocol::api::GeminidApiClient;
 use geminid_protocol::session::ApprovalMode;
@@ -16,6 +16,10 @@ pub enum Command {
     Tools,
     Mcp,
     Sessions,
+    Compress,
+    Stats,
+    /// `/model` alone shows the model; `/model default` goes back to the daemon's.
+    Model(Option<String>),
     Quit,
     Help,
 }
@@ -26,6 +30,9 @@ pub const HELP: &str = "\
 /tools                         the tools the model can call
 /mcp                           MCP servers and their status
 /sessions                      every session (this one marked *)
+/model [name|default]          show or set the session's model
+/compress                      replace the older history sent to the model by a summary
+/stats                         tokens used and how full the context window is
 /quit                          leave (also Ctrl-D, or Ctrl-C twice when idle)
 /help                          this list
 Anything else is a prompt; prompts typed while a turn runs are queued.
@@ -46,6 +53,10 @@ pub fn parse(line: &str) -> Option<Result<Command, String>> {
         ("tools", None, _) => Ok(Command::Tools),
         ("mcp", None, _) => Ok(Command::Mcp),
         ("sessions", None, _) => Ok(Command::Sessions),
+        ("compress", None, _) => Ok(Command::Compress),
+        ("model", None, _) => Ok(Command::Model(None)),
+        ("model", Some(name), None) => Ok(Command::Model(Some(name.to_owned()))),
+        ("stats", None, _) => Ok(Command::Stats),
         ("quit" | "exit" | "q", None, _) => Ok(Command::Quit),
         ("help" | "?", _, _) => Ok(Command::Help),
         _ => Err(format!("unknown command {line} (try /help)")),
@@ -68,6 +79,38 @@ pub async fn run(
             .get_session(session_id.to_owned())
             .await
             .map(|info| format!("approval mode: {}", info.approval_mode)),
+        Command::Model(None) => client.get_session(session_id.to_owned()).await.map(|info| {
+            let model = info.model.as_deref().unwrap_or("the daemon's model");
+            match info.tokens.and_then(|t| t.model) {
+                Some(last) => format!("model: {model} (last request: {last})"),
+                None => format!("model: {model}"),
+            }
+        }),
+        Command::Model(Some(name)) => {
+            let model = (name != "default").then(|| name.clone());
+            client
+                .set_model(session_id.to_owned(), model)
+                .await
+                .map(|_| String::new())
+        }
+        Command::Compress => {
+            client
+                .compress(session_id.to_owned())
+                .await
+                .map(|done| match done.status.as_str() {
+                    "noop" => "nothing old enough to summarize yet".to_owned(),
+                    _ => String::new(),
+                })
+        }
+        Command::Stats => {
+            client
+                .get_session(session_id.to_owned())
+                .await
+                .map(|info| match info.tokens {
+                    Some(tokens) => crate::command::context_line(&tokens),
+                    None => "no model request yet".to_owned(),
+                })
+        }
         Command::Mode(Some(mode)) => client
             .set_approval_mode(session_id.to_owned(), *mode)
             .await

@@ -101,6 +101,7 @@ pub async fn chat(ctx: &Ctx, args: ChatArgs) -> Outcome {
                     Some(true),
                     None,
                     None,
+                    None,
                 )
                 .await?
         }
@@ -129,6 +130,7 @@ pub async fn chat(ctx: &Ctx, args: ChatArgs) -> Outcome {
         view: View::new(screen, args.thoughts),
         confirm: Confirmations::default(),
         running_turn: None,
+        tokens: session.tokens.clone(),
         mine: HashSet::new(),
         sent: VecDeque::new(),
         // A new session has nothing worth replaying.
@@ -216,6 +218,8 @@ struct Chat<'a> {
     view: View,
     confirm: Confirmations,
     running_turn: Option<String>,
+    /// The session's token account, from the latest `tokenUsage`.
+    tokens: Option<geminid_protocol::turn::SessionTokens>,
     /// Turns prompted from this terminal.
     mine: HashSet<String>,
     /// Prompts sent whose `promptQueued` has not been seen yet.
@@ -462,6 +466,12 @@ impl Chat<'_> {
                     self.running_turn = None;
                 }
                 self.view.turn_finished(reason, message.as_deref());
+                if self.caught_up
+                    && let Some(tokens) = &self.tokens
+                {
+                    self.view
+                        .print(&s.dim(&crate::command::context_line(tokens)));
+                }
             }
             EventPayload::ApprovalModeChanged { approval_mode } => {
                 self.view
@@ -475,6 +485,39 @@ impl Chat<'_> {
             }
             EventPayload::Error { message } => {
                 self.view.print(&s.red(&format!("error: {message}")))
+            }
+            EventPayload::TokenUsage { tokens, .. } => {
+                self.tokens = Some(tokens.clone());
+            }
+            EventPayload::Compressed {
+                trigger,
+                replaced_entries,
+                tokens_before,
+                tokens_after,
+                ..
+            } => {
+                self.view.print(&s.magenta(&format!(
+                    "context compressed ({trigger}): {replaced_entries} history entries now sent as a summary; about {tokens_before} → {tokens_after} tokens"
+                )));
+            }
+            EventPayload::ModelChanged { model } => {
+                let model = model.as_deref().unwrap_or("the daemon's model");
+                self.view
+                    .print(&s.magenta(&format!("model is now {model}")));
+            }
+            EventPayload::ModelFallback {
+                from, to, reason, ..
+            } => {
+                self.view.print(&s.yellow(&format!(
+                    "model {from} refused ({reason}); going on with {to}"
+                )));
+            }
+            EventPayload::CompressionFailed {
+                trigger, message, ..
+            } => {
+                self.view.print(&s.yellow(&format!(
+                    "compression ({trigger}) failed: {message}; the history sent is unchanged"
+                )));
             }
             EventPayload::McpServerStatus {
                 server,

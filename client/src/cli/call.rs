@@ -73,6 +73,7 @@ pub async fn call(ctx: &Ctx, session: Option<&str>, tool: &str, args: &str) -> O
                     None,
                     None,
                     None,
+                    None,
                 )
                 .await?;
             (info.session_id, true)

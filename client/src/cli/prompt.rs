@@ -63,6 +63,7 @@ pub async fn prompt(ctx: &Ctx, mut args: PromptArgs) -> Outcome {
                     Some(args.interactive),
                     None,
                     None,
+                    None,
                 )
                 .await?
         }

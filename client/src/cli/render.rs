@@ -173,6 +173,39 @@ pub fn event_line(event: &SessionEvent) -> Option<String> {
             interrupted_calls.join(", ")
         ),
         EventPayload::Error { message } => format!("error: {message}"),
+        EventPayload::TokenUsage {
+            purpose,
+            request,
+            tokens,
+            ..
+        } => format!(
+            "{purpose} request: {} in ({} cached), {} out, {} thoughts; {}",
+            request.input,
+            request.cached,
+            request.output,
+            request.thoughts,
+            crate::command::context_line(tokens)
+        ),
+        EventPayload::Compressed {
+            trigger,
+            replaced_entries,
+            kept_entries,
+            tokens_before,
+            tokens_after,
+            ..
+        } => format!(
+            "compressed ({trigger}): history entries 0..{replaced_entries} replaced by a summary, {kept_entries} kept; about {tokens_before} → {tokens_after} tokens sent"
+        ),
+        EventPayload::ModelChanged { model } => match model {
+            Some(model) => format!("model is now {model}"),
+            None => "model is now the daemon's".to_owned(),
+        },
+        EventPayload::ModelFallback {
+            from, to, reason, ..
+        } => format!("model {from} refused ({reason}); going on with {to}"),
+        EventPayload::CompressionFailed {
+            trigger, message, ..
+        } => format!("compression ({trigger}) failed: {message}; history sent unchanged"),
         EventPayload::McpServerStatus {
             server,
             status,

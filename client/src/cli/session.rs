@@ -83,6 +83,7 @@ pub async fn run(ctx: &Ctx, cmd: SessionCommand) -> Outcome {
                     Some(!non_interactive),
                     Some(force),
                     sandbox,
+                    None,
                 )
                 .await?;
             if ctx.json {

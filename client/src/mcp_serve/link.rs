@@ -111,6 +111,7 @@ impl Link {
                         Some(*interactive),
                         None,
                         None,
+                        None,
                     )
                     .await?;
                 eprintln!(

@@ -3,6 +3,7 @@
 //! the model is derived from it (`responses::normalized`); the stored
 //! history itself is only ever appended to.
 
+use super::context::Calibration;
 use crate::model::{Content, FunctionCall, Role};
 use crate::store::{Store, StoreError};
 
@@ -13,6 +14,9 @@ pub const MAX_HISTORY_PAGE: u64 = 100;
 #[derive(Default)]
 pub struct Conversation {
     entries: Option<Vec<Content>>,
+    /// How the provider's counts compare with our estimates (learned
+    /// from each request; not kept across restarts).
+    pub calibration: Calibration,
 }
 
 impl Conversation {

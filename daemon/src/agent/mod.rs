@@ -2,7 +2,8 @@
 //! model stream, function calls through the session, responses back, step
 //! and loop limits), the prompt queue (`queue.rs`), the conversation
 //! history (`conversation.rs`) and what the model is sent back
-//! (`responses.rs`). Compression, hooks around the model and plan mode
+//! (`responses.rs`), what is sent and its size (`context.rs`) and
+//! compression (`compression.rs`). Hooks around the model and plan mode
 //! belong here too.
 //!
 //! It talks to its session only through [`TurnMsg`]s on the [`TurnLine`]
@@ -10,12 +11,18 @@
 //! (session/ imports agent/, not the other way round). It writes nothing
 //! itself: every event and history entry goes through the actor.
 
+mod compression;
+mod context;
 mod conversation;
 mod queue;
 mod responses;
 mod turn;
 
+pub use compression::Compressed;
+pub use context::Calibration;
 pub use conversation::{AppendError, Conversation, MAX_HISTORY_PAGE};
 pub use queue::PromptQueue;
 pub use responses::{function_responses, not_run};
-pub use turn::{ToolsReady, TurnEnd, TurnLimits, TurnLine, TurnMsg, TurnSpec, run};
+pub use turn::{
+    ToolsReady, TurnEnd, TurnLimits, TurnLine, TurnMsg, TurnSpec, compress_between_turns, run,
+};

@@ -21,9 +21,15 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use super::compression::{self, Compressed, Summarizer};
+use super::context::{Calibration, request_tokens, sent_history};
 use super::responses::{function_responses, normalized, not_run};
 use crate::model::content::push_merged;
-use crate::model::{Content, FunctionCall, Model, ModelRequest, Part, Role, Usage};
+use crate::model::session_context::{self, SessionContext};
+use crate::model::window::ContextPolicy;
+use crate::model::{
+    CompressedPrefix, Content, FunctionCall, Model, ModelRequest, Part, Role, Usage,
+};
 
 /// Limits of one turn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,6 +60,28 @@ pub enum TurnMsg {
         calls: Vec<(String, Value)>,
         reply: oneshot::Sender<Vec<oneshot::Receiver<ToolCallSnapshot>>>,
     },
+    /// A model request finished: book its usage. `estimated` is our
+    /// estimate of its input tokens (to calibrate the next ones).
+    Usage {
+        purpose: &'static str,
+        usage: Usage,
+        estimated: u64,
+        model: String,
+        window: u64,
+    },
+    /// What is sent was compressed (`trigger`: `auto` or `manual`).
+    Compressed {
+        trigger: &'static str,
+        done: Compressed,
+    },
+    /// A compression failed; nothing changed.
+    CompressionFailed {
+        trigger: &'static str,
+        message: String,
+    },
+    /// A compression asked for between turns ended: what it did, or why
+    /// it failed.
+    CompressionEnded(Result<Option<Compressed>, String>),
     /// The turn is over.
     Finished(TurnEnd),
 }
@@ -80,6 +108,19 @@ pub struct TurnSpec {
     pub tools_ready: Option<ToolsReady>,
     pub workspace: String,
     pub memory: Arc<crate::memory::MemoryCache>,
+    /// The session's approval mode and whether a person can answer.
+    pub approval_mode: crate::policy::ApprovalMode,
+    pub interactive: bool,
+    /// Where the turn goes on when the model is over quota or
+    /// overloaded: its name and client.
+    pub fallback: Option<(String, Arc<dyn Model>)>,
+    /// The model's name (for the ledger) and how much it reads.
+    pub model_name: String,
+    pub context: ContextPolicy,
+    /// The summary sent in place of the history's start, if any.
+    pub prefix: Option<CompressedPrefix>,
+    /// How our estimates compare with the provider's counts so far.
+    pub calibration: Calibration,
     pub limits: TurnLimits,
     pub cancel: CancellationToken,
 }
@@ -100,12 +141,12 @@ pub type ReadyTools = std::pin::Pin<Box<dyn std::future::Future<Output = Vec<Val
 pub type TurnLine = Box<dyn Fn(TurnMsg) + Send + Sync>;
 
 /// The turn's line to its actor.
-struct Sink {
-    line: TurnLine,
+pub(super) struct Sink {
+    pub(super) line: TurnLine,
 }
 
 impl Sink {
-    fn send(&self, msg: TurnMsg) {
+    pub(super) fn send(&self, msg: TurnMsg) {
         (self.line)(msg);
     }
 
@@ -150,23 +191,69 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
     sink.send(TurnMsg::History(user.clone()));
     let mut contents = spec.history.clone();
     contents.push(user);
-    let system = {
-        let memory = spec.memory.clone();
-        let workspace = std::path::PathBuf::from(&spec.workspace);
-        match tokio::task::spawn_blocking(move || memory.get(&workspace)).await {
-            Ok(memory) => crate::model::prompt::system_instruction(&spec.workspace, &memory.text),
-            Err(_) => crate::model::prompt::system_instruction(&spec.workspace, ""),
-        }
+    let system = match system_text(spec).await {
+        Ok(system) => system,
+        Err(message) => return ("error", Some(message)),
+    };
+    let context_part = session_context(&spec.workspace).await;
+    let sent = |contents: &[Content], prefix: Option<&CompressedPrefix>| {
+        let mut out = vec![context_part.clone()];
+        out.extend(sent_history(contents, prefix));
+        normalized(&out)
     };
     let mut seen: HashMap<String, u32> = HashMap::new();
-    for _step in 0..spec.limits.max_steps {
-        let request = ModelRequest {
+    let mut prefix = spec.prefix.clone();
+    let mut calibration = spec.calibration;
+    let mut compression_failed = false;
+    let mut current = (spec.model_name.clone(), spec.model.clone());
+    let mut fallback = spec.fallback.clone();
+    for step in 0..spec.limits.max_steps {
+        let mut request = ModelRequest {
             system: system.clone(),
-            contents: normalized(&contents),
+            contents: sent(&contents, prefix.as_ref()),
             tools: spec.tools.clone(),
         };
-        let response = match stream_response(spec, sink, &request, usage).await {
-            Ok(parts) => parts,
+        let mut estimate = request_tokens(&request);
+        if calibration.apply(estimate) >= spec.context.compress_at() && !compression_failed {
+            let compressed = tokio::select! {
+                biased;
+                () = spec.cancel.cancelled() => return ("cancelled", None),
+                done = compress(spec, sink, &contents, prefix.as_ref(), calibration, "auto") => done,
+            };
+            match compressed {
+                Ok(done) => {
+                    prefix = Some(done.prefix);
+                    request.contents = sent(&contents, prefix.as_ref());
+                    estimate = request_tokens(&request);
+                }
+                Err(_) => compression_failed = true,
+            }
+        }
+        if calibration.apply(estimate) > spec.context.window {
+            return (
+                "error",
+                Some(format!(
+                    "the conversation no longer fits the model's context window (about {} of {} tokens) and could not be compressed enough; not sent",
+                    calibration.apply(estimate),
+                    spec.context.window
+                )),
+            );
+        }
+        let response = match stream_response(
+            spec,
+            sink,
+            &mut current,
+            &mut fallback,
+            &request,
+            usage,
+            estimate,
+        )
+        .await
+        {
+            Ok((parts, reported)) => {
+                calibration.learn(estimate, reported);
+                parts
+            }
             Err((ending, partial)) => {
                 // What was said stays said; calls that never ran are dropped.
                 let said: Vec<Part> = partial
@@ -182,6 +269,8 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
                 return ending;
             }
         };
+        let mut response = response;
+        name_calls(&mut response, &spec.turn_id, step);
         let calls: Vec<FunctionCall> = response
             .iter()
             .filter_map(|p| p.function_call.clone())
@@ -229,36 +318,115 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
     )
 }
 
+/// The system instruction: `GEMINI_SYSTEM_MD`'s file or the built-in
+/// text, with the workspace's memory. A `GEMINI_SYSTEM_MD` naming a file
+/// that cannot be read ends the turn (as in 0.61), saying which.
+async fn system_text(spec: &TurnSpec) -> Result<String, String> {
+    use crate::model::prompt::{self, PromptInputs, SystemMd};
+    let memory = spec.memory.clone();
+    let workspace = std::path::PathBuf::from(&spec.workspace);
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let setting = std::env::var("GEMINI_SYSTEM_MD").ok();
+    let which = prompt::system_md(setting.as_deref(), &workspace, home.as_deref());
+    let read = tokio::task::spawn_blocking(move || {
+        let base = match &which {
+            SystemMd::Builtin => None,
+            SystemMd::File(path) => Some(std::fs::read_to_string(path).map_err(|e| {
+                format!(
+                    "missing system prompt file '{}' (GEMINI_SYSTEM_MD): {e}",
+                    path.display()
+                )
+            })),
+        };
+        let git = workspace.join(".git").exists();
+        (memory.get(&workspace).text.clone(), base, git)
+    })
+    .await;
+    let (memory, base, git) = read.map_err(|e| format!("system instruction: {e}"))?;
+    let base = base.transpose()?;
+    let tools: Vec<String> = spec
+        .tools
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_owned))
+        .collect();
+    let inputs = PromptInputs {
+        workspace: &spec.workspace,
+        memory: &memory,
+        approval_mode: spec.approval_mode,
+        interactive: spec.interactive,
+        tools: &tools,
+        git,
+    };
+    Ok(prompt::system_instruction(&inputs, base.as_deref()))
+}
+
+/// The session context part for `workspace` (its folder tree read off
+/// the runtime's threads).
+async fn session_context(workspace: &str) -> Content {
+    let root = std::path::PathBuf::from(workspace);
+    let tree = tokio::task::spawn_blocking(move || session_context::folder_tree(&root))
+        .await
+        .unwrap_or_default();
+    let temp = std::env::temp_dir().display().to_string();
+    Content::user_text(session_context::render(&SessionContext {
+        now_ms: crate::now_ms(),
+        os: std::env::consts::OS,
+        temp_dir: &temp,
+        workspaces: &[workspace.to_owned()],
+        trees: &[tree],
+    }))
+}
+
 /// Streams one model response, forwarding text and thought deltas as
 /// events. On failure or cancellation returns how the turn ends and the
 /// parts received so far.
 async fn stream_response(
     spec: &TurnSpec,
     sink: &Sink,
+    current: &mut (String, Arc<dyn Model>),
+    fallback: &mut Option<(String, Arc<dyn Model>)>,
     request: &ModelRequest,
     usage: &mut Usage,
-) -> Result<Vec<Part>, (Ending, Vec<Part>)> {
+    estimate: u64,
+) -> Result<(Vec<Part>, u64), (Ending, Vec<Part>)> {
     let notice = |problem: &str, wait: Duration| {
         sink.emit(EventPayload::Error {
             message: format!("model: {problem}; retrying in {:.1} s", wait.as_secs_f64()),
         });
     };
-    let started = tokio::select! {
-        biased;
-        () = spec.cancel.cancelled() => return Err((("cancelled", None), Vec::new())),
-        started = spec.model.stream(request, &notice) => started,
+    let mut stream = loop {
+        let started = tokio::select! {
+            biased;
+            () = spec.cancel.cancelled() => return Err((("cancelled", None), Vec::new())),
+            started = current.1.stream(request, &notice) => started,
+        };
+        match started {
+            Ok(stream) => break stream,
+            Err(e)
+                if falls_back(&e.kind) && fallback.as_ref().is_some_and(|f| f.0 != current.0) =>
+            {
+                let Some(next) = fallback.take() else {
+                    return Err((("error", Some(e.message)), Vec::new()));
+                };
+                sink.emit(EventPayload::ModelFallback {
+                    turn_id: spec.turn_id.clone(),
+                    from: current.0.clone(),
+                    to: next.0.clone(),
+                    reason: e.message,
+                });
+                *current = next;
+            }
+            Err(e) => return Err((("error", Some(e.message)), Vec::new())),
+        }
     };
-    let mut stream = match started {
-        Ok(stream) => stream,
-        Err(e) => return Err((("error", Some(e.message)), Vec::new())),
-    };
+    let model_name = current.0.clone();
     let mut parts = Vec::new();
     let mut step_usage = None;
     loop {
         let item = tokio::select! {
             biased;
             () = spec.cancel.cancelled() => {
-                add_usage(usage, step_usage);
+                add_usage(spec, sink, &model_name, usage, step_usage, estimate);
                 return Err((("cancelled", None), parts));
             }
             item = stream.next() => item,
@@ -266,7 +434,7 @@ async fn stream_response(
         match item {
             None => break,
             Some(Err(e)) => {
-                add_usage(usage, step_usage);
+                add_usage(spec, sink, &model_name, usage, step_usage, estimate);
                 return Err((("error", Some(e.message)), parts));
             }
             Some(Ok(chunk)) => {
@@ -289,15 +457,103 @@ async fn stream_response(
             }
         }
     }
-    add_usage(usage, step_usage);
-    Ok(parts)
+    add_usage(spec, sink, &model_name, usage, step_usage, estimate);
+    Ok((parts, step_usage.map_or(0, |u| u.input_tokens)))
 }
 
-fn add_usage(total: &mut Usage, step: Option<Usage>) {
+/// Failures a fallback model may get round: quota and overload.
+fn falls_back(kind: &crate::model::ModelErrorKind) -> bool {
+    use crate::model::ModelErrorKind::{RateLimited, Server};
+    matches!(kind, RateLimited | Server)
+}
+
+/// Adds a step's usage to the turn's and books it with the session.
+fn add_usage(
+    spec: &TurnSpec,
+    sink: &Sink,
+    model: &str,
+    total: &mut Usage,
+    step: Option<Usage>,
+    estimated: u64,
+) {
     if let Some(step) = step {
-        total.input_tokens += step.input_tokens;
-        total.output_tokens += step.output_tokens;
+        total.add(step);
+        sink.send(TurnMsg::Usage {
+            purpose: "turn",
+            usage: step,
+            estimated,
+            model: model.to_owned(),
+            window: spec.context.window,
+        });
     }
+}
+
+/// Compresses what is sent (the turn's `contents` under `prefix`); tells
+/// the session what happened, and why not when it failed.
+async fn compress(
+    spec: &TurnSpec,
+    sink: &Sink,
+    contents: &[Content],
+    prefix: Option<&CompressedPrefix>,
+    calibration: Calibration,
+    trigger: &'static str,
+) -> Result<Compressed, String> {
+    let Some(plan) = compression::plan(contents, prefix) else {
+        let message = "nothing before the current prompt can be summarized".to_owned();
+        sink.send(TurnMsg::CompressionFailed {
+            trigger,
+            message: message.clone(),
+        });
+        return Err(message);
+    };
+    let on_usage = |usage: Usage, estimated: u64| {
+        sink.send(TurnMsg::Usage {
+            purpose: "compression",
+            usage,
+            estimated,
+            model: spec.model_name.clone(),
+            window: spec.context.window,
+        });
+    };
+    let summarizer = Summarizer {
+        model: &spec.model,
+        window: spec.context.window,
+        calibration,
+        on_usage: &on_usage,
+    };
+    match compression::summarize(&summarizer, contents, prefix, &plan).await {
+        Ok(done) => {
+            sink.send(TurnMsg::Compressed {
+                trigger,
+                done: done.clone(),
+            });
+            Ok(done)
+        }
+        Err(message) => {
+            sink.send(TurnMsg::CompressionFailed {
+                trigger,
+                message: message.clone(),
+            });
+            Err(message)
+        }
+    }
+}
+
+/// A compression a client asked for between turns (`spec.text` unused):
+/// ends with [`TurnMsg::CompressionEnded`] — `Ok(None)` when there was
+/// nothing old enough to summarize.
+pub async fn compress_between_turns(spec: TurnSpec, line: TurnLine) {
+    let sink = Sink { line };
+    let result = if compression::plan(&spec.history, spec.prefix.as_ref()).is_none() {
+        Ok(None)
+    } else {
+        tokio::select! {
+            biased;
+            () = spec.cancel.cancelled() => Err("cancelled".to_owned()),
+            done = compress(&spec, &sink, &spec.history, spec.prefix.as_ref(), spec.calibration, "manual") => done.map(Some),
+        }
+    };
+    sink.send(TurnMsg::CompressionEnded(result));
 }
 
 /// Schedules the calls together and waits for each one's final snapshot.
@@ -317,6 +573,19 @@ async fn run_calls(sink: &Sink, calls: &[FunctionCall]) -> Vec<Option<ToolCallSn
     let mut snapshots = futures::future::join_all(waits).await;
     snapshots.resize(calls.len(), None);
     snapshots
+}
+
+/// Gives every function call an id: the provider's when it sent one
+/// (kept as is: OpenAI-compatible servers check the ids they made), else
+/// `<name>__<turn>-<step>-<position>` as 0.61 names them. The response to
+/// a call carries the same id.
+fn name_calls(parts: &mut [Part], turn_id: &str, step: u32) {
+    let calls = parts.iter_mut().filter_map(|p| p.function_call.as_mut());
+    for (index, call) in calls.enumerate() {
+        if call.id.is_none() {
+            call.id = Some(format!("{}__{turn_id}-{step}-{index}", call.name));
+        }
+    }
 }
 
 /// Counts each call; returns the name of one seen `threshold` times.
@@ -348,6 +617,28 @@ mod tests {
             name: name.into(),
             args,
         }
+    }
+
+    #[test]
+    fn every_call_gets_an_id_named_after_its_tool() {
+        let mut parts = vec![
+            Part::text("x"),
+            Part::call(call("glob", json!({}))),
+            Part::call(FunctionCall {
+                id: Some("abc".into()),
+                ..call("grep", json!({}))
+            }),
+            Part::call(FunctionCall {
+                id: Some("ls__k".into()),
+                ..call("ls", json!({}))
+            }),
+        ];
+        name_calls(&mut parts, "turn-7", 2);
+        let ids: Vec<_> = parts
+            .iter()
+            .filter_map(|p| p.function_call.as_ref()?.id.clone())
+            .collect();
+        assert_eq!(ids, ["glob__turn-7-2-0", "abc", "ls__k"]);
     }
 
     #[test]

@@ -404,6 +404,11 @@ impl ModelSlot {
         self.refresh(workspace).0
     }
 
+    /// The settings file as it is now (`Null` when absent or broken).
+    pub fn settings(&self) -> Value {
+        read_settings(&self.settings_file)
+    }
+
     /// The model a session in `workspace` uses now, or why there is none.
     pub fn model(
         &self,
@@ -414,6 +419,24 @@ impl ModelSlot {
             return Err(ModelError::new(ModelErrorKind::NotConfigured, problem));
         }
         Ok((config, model))
+    }
+
+    /// Like [`ModelSlot::model`], for `name` instead of the configured
+    /// model when given (same provider, credentials and endpoint).
+    pub fn model_named(
+        &self,
+        workspace: Option<&Path>,
+        name: Option<&str>,
+    ) -> Result<(ModelConfig, Arc<dyn Model>), ModelError> {
+        let (mut config, model) = self.model(workspace)?;
+        match name {
+            Some(name) if name != config.model => {
+                config.model = name.to_owned();
+                let model = config.build(self.http.clone(), &self.tokens);
+                Ok((config, model))
+            }
+            _ => Ok((config, model)),
+        }
     }
 
     fn refresh(&self, workspace: Option<&Path>) -> (ModelConfig, Arc<dyn Model>) {

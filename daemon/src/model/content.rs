@@ -136,6 +136,15 @@ pub struct InlineData {
     pub data: String,
 }
 
+/// What is sent to the model in place of the history's first `upto`
+/// entries after a compression: a summary the model wrote of them. The
+/// stored history keeps every entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CompressedPrefix {
+    pub upto: u64,
+    pub summary: String,
+}
+
 fn empty_object() -> Value {
     Value::Object(serde_json::Map::new())
 }

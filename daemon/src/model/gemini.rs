@@ -101,16 +101,23 @@ pub fn request_body(model: &str, request: &ModelRequest) -> Value {
     if !request.tools.is_empty() {
         body["tools"] = json!([{ "functionDeclarations": request.tools }]);
     }
-    if thinks(model) {
-        body["generationConfig"] = json!({ "thinkingConfig": { "includeThoughts": true } });
-    }
+    body["generationConfig"] = generation_config(model);
     body
 }
 
-/// Models that accept `thinkingConfig`.
-fn thinks(model: &str) -> bool {
+/// Generation settings as 0.61 sends them for chat, per model family:
+/// temperature 1, topP 0.95, topK 64; thoughts included, with a budget of
+/// 8,192 tokens on 2.5 models and the `HIGH` level on 3 models; no
+/// `thinkingConfig` for models that do not think.
+fn generation_config(model: &str) -> Value {
     let model = model.strip_prefix("models/").unwrap_or(model);
-    model.starts_with("gemini-2.5") || model.starts_with("gemini-3")
+    let mut config = json!({ "temperature": 1, "topP": 0.95, "topK": 64 });
+    if model.starts_with("gemini-2.5") {
+        config["thinkingConfig"] = json!({ "includeThoughts": true, "thinkingBudget": 8192 });
+    } else if model.starts_with("gemini-3") {
+        config["thinkingConfig"] = json!({ "includeThoughts": true, "thinkingLevel": "HIGH" });
+    }
+    config
 }
 
 #[async_trait::async_trait]
@@ -202,7 +209,9 @@ pub fn parse_chunk(model: &str, data: &str) -> Result<Chunk, ModelError> {
         let count = |k: &str| usage[k].as_u64().unwrap_or(0);
         chunk.usage = Some(Usage {
             input_tokens: count("promptTokenCount"),
-            output_tokens: count("candidatesTokenCount") + count("thoughtsTokenCount"),
+            output_tokens: count("candidatesTokenCount"),
+            cached_tokens: count("cachedContentTokenCount"),
+            thought_tokens: count("thoughtsTokenCount"),
         });
     }
     Ok(chunk)
@@ -307,14 +316,18 @@ mod tests {
             "read_file"
         );
         assert_eq!(
-            body["generationConfig"]["thinkingConfig"]["includeThoughts"],
-            true
+            body["generationConfig"]["thinkingConfig"],
+            json!({"includeThoughts": true, "thinkingBudget": 8192})
         );
-        assert!(
-            request_body("gemini-1.5-pro", &request)
-                .get("generationConfig")
-                .is_none()
+        assert_eq!(body["generationConfig"]["topK"], 64);
+        let three = request_body("gemini-3-pro-preview", &request);
+        assert_eq!(
+            three["generationConfig"]["thinkingConfig"]["thinkingLevel"],
+            "HIGH"
         );
+        let old = request_body("gemini-1.5-pro", &request);
+        assert!(old["generationConfig"].get("thinkingConfig").is_none());
+        assert_eq!(old["generationConfig"]["temperature"], 1);
     }
 
     #[test]
@@ -336,7 +349,9 @@ mod tests {
             chunk.usage,
             Some(Usage {
                 input_tokens: 10,
-                output_tokens: 7
+                output_tokens: 5,
+                cached_tokens: 0,
+                thought_tokens: 2,
             })
         );
     }

@@ -5,6 +5,7 @@
 //! comes from the environment, `.env` files (`dotenv.rs`) and settings
 //! (`config.rs`).
 
+pub mod choice;
 pub mod config;
 pub mod content;
 pub mod dotenv;
@@ -13,7 +14,10 @@ pub mod google_auth;
 pub mod openai;
 pub mod prompt;
 pub mod retry;
+pub mod session_context;
+pub mod usage;
 pub mod vertex;
+pub mod window;
 
 use std::pin::Pin;
 
@@ -21,7 +25,8 @@ use futures::Stream;
 use serde_json::Value;
 
 pub use self::config::{ModelConfig, ModelSlot, Provider};
-pub use self::content::{Content, FunctionCall, FunctionResponse, Part, Role};
+pub use self::content::{CompressedPrefix, Content, FunctionCall, FunctionResponse, Part, Role};
+pub use self::usage::{TokenLedger, Usage};
 
 /// What one model request carries.
 #[derive(Debug, Clone)]
@@ -31,13 +36,6 @@ pub struct ModelRequest {
     pub contents: Vec<Content>,
     /// Function declarations (`tools/declarations.rs`), already sanitized.
     pub tools: Vec<Value>,
-}
-
-/// Token counts the provider reported for one response.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub output_tokens: u64,
 }
 
 /// A piece of a streamed response.

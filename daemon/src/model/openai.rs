@@ -300,6 +300,12 @@ impl Accumulator {
             chunk.usage = Some(Usage {
                 input_tokens: usage["prompt_tokens"].as_u64().unwrap_or(0),
                 output_tokens: usage["completion_tokens"].as_u64().unwrap_or(0),
+                cached_tokens: usage["prompt_tokens_details"]["cached_tokens"]
+                    .as_u64()
+                    .unwrap_or(0),
+                thought_tokens: usage["completion_tokens_details"]["reasoning_tokens"]
+                    .as_u64()
+                    .unwrap_or(0),
             });
         }
         Ok(chunk)
@@ -456,7 +462,8 @@ mod tests {
             usage,
             Some(Usage {
                 input_tokens: 3,
-                output_tokens: 4
+                output_tokens: 4,
+                ..Usage::default()
             })
         );
     }

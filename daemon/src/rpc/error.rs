@@ -21,6 +21,8 @@ impl From<SessionError> for ErrorObjectOwned {
             SessionError::Stopped(_) | SessionError::ShuttingDown => code::SHUTTING_DOWN,
             SessionError::ModelNotConfigured(_) => code::MODEL_NOT_CONFIGURED,
             SessionError::Store(_) => code::STORE_ERROR,
+            SessionError::Busy(_) => code::SESSION_BUSY,
+            SessionError::CompressionFailed(_) => code::COMPRESSION_FAILED,
         };
         rpc_error(code, error.to_string())
     }

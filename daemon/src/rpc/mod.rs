@@ -21,7 +21,7 @@ use geminid_protocol::session::{
     Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SandboxCheck, SessionInfo,
 };
 use geminid_protocol::tool::{ConfirmResult, ConfirmationOutcome, ToolCallStarted, ToolInfo};
-use geminid_protocol::turn::{HistoryPage, MemoryInfo, PromptAccepted};
+use geminid_protocol::turn::{CompressResult, HistoryPage, MemoryInfo, PromptAccepted};
 use jsonrpsee::core::{RpcResult, SubscriptionResult, async_trait};
 use jsonrpsee::types::ErrorObjectOwned;
 use jsonrpsee::{Extensions, Methods, PendingSubscriptionSink};
@@ -123,7 +123,7 @@ impl GeminidApiServer for RpcHandler {
             sessions_loaded: d.sessions.loaded_count() as u64,
             tools: d.registry.len() as u64,
             rss_bytes: rss_bytes(),
-            model: Some(wire::model_status(&d.model.config(None))),
+            model: Some(model_status(&d.model)),
             store_error,
             outbound_bytes: Some(d.outbound.total() as u64),
             config_problems: d
@@ -152,6 +152,7 @@ impl GeminidApiServer for RpcHandler {
         interactive: Option<bool>,
         force: Option<bool>,
         sandbox: Option<String>,
+        model: Option<String>,
     ) -> RpcResult<SessionInfo> {
         let sandbox = match sandbox.as_deref() {
             None => None,
@@ -182,6 +183,7 @@ impl GeminidApiServer for RpcHandler {
                     .and_then(|c| c.client_name.get())
                     .map(|name| origin_of(name)),
                 sandbox,
+                model: model.filter(|m| !m.trim().is_empty()),
             })
             .await?;
         let info = self.info(&handle).await?;
@@ -285,7 +287,11 @@ impl GeminidApiServer for RpcHandler {
                     engine,
                 )
             }
-            None => (self.daemon.registry.all(), None, self.daemon.policy.engine()),
+            None => (
+                self.daemon.registry.all(),
+                None,
+                self.daemon.policy.engine(),
+            ),
         };
         Ok(tools
             .iter()
@@ -461,6 +467,18 @@ impl GeminidApiServer for RpcHandler {
         Ok(wire::sandbox_check(&check))
     }
 
+    async fn set_model(&self, session_id: String, model: Option<String>) -> RpcResult<SessionInfo> {
+        let handle = self.session(&session_id)?;
+        handle
+            .set_model(model.filter(|m| !m.trim().is_empty()))
+            .await?;
+        self.info(&handle).await
+    }
+
+    async fn compress(&self, session_id: String) -> RpcResult<CompressResult> {
+        turn::compress(&self.daemon, &session_id).await
+    }
+
     async fn show_memory(
         &self,
         session_id: Option<String>,
@@ -490,6 +508,17 @@ fn origin_of(client_name: &str) -> String {
         .or_else(|| name.strip_prefix("gemctl-"))
         .unwrap_or(name)
         .replace('-', " ")
+}
+
+/// The daemon's model, with the models sessions may switch to.
+fn model_status(slot: &crate::model::ModelSlot) -> geminid_protocol::turn::ModelStatus {
+    use crate::model::choice;
+    let config = slot.config(None);
+    let settings = slot.settings();
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    let fallback = choice::fallback_model(&env, &settings);
+    let available = choice::listed_models(&config.model, fallback.as_deref(), &settings);
+    wire::model_status(&config, available, fallback)
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
-//! `session.prompt`, `session.history`, `memory.show` and `memory.reload`.
+//! `session.prompt`, `session.history`, `session.compress`, `memory.show` and `memory.reload`.
 
 use std::path::PathBuf;
 
 use geminid_protocol::error as code;
-use geminid_protocol::turn::{HistoryPage, MemoryInfo, PromptAccepted};
+use geminid_protocol::turn::{CompressResult, HistoryPage, MemoryInfo, PromptAccepted};
 use jsonrpsee::core::RpcResult;
 
 use super::rpc_error;
@@ -35,6 +35,25 @@ pub async fn history(
         total,
         offset: offset.min(total),
         contents: contents.iter().map(wire::history_entry).collect(),
+    })
+}
+
+/// `session.compress`.
+pub async fn compress(daemon: &Daemon, session_id: &str) -> RpcResult<CompressResult> {
+    let handle = daemon.sessions.get(session_id)?;
+    Ok(match handle.compress().await? {
+        Some(done) => CompressResult {
+            status: "compressed".to_owned(),
+            replaced_entries: done.prefix.upto,
+            tokens_before: done.tokens_before,
+            tokens_after: done.tokens_after,
+        },
+        None => CompressResult {
+            status: "noop".to_owned(),
+            replaced_entries: 0,
+            tokens_before: 0,
+            tokens_after: 0,
+        },
     })
 }
 

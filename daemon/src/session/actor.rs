@@ -120,7 +120,13 @@ pub(super) struct Actor {
     pub(super) conversation: Conversation,
     /// The actor is stopping: a turn cancelled now was interrupted.
     pub(super) stopping: bool,
+    /// The client waiting for the running `session.compress`.
+    pub(super) compress_reply: Option<CompressReply>,
 }
+
+/// How `session.compress` is answered.
+pub(super) type CompressReply =
+    oneshot::Sender<Result<Option<crate::agent::Compressed>, super::SessionError>>;
 
 /// Starts the actor for `record`, working in `root` (pinned by the
 /// manager), and returns its handle. A `fresh` session starts its log with
@@ -189,6 +195,7 @@ pub fn spawn(
         prompts: PromptQueue::default(),
         conversation: Conversation::default(),
         stopping: false,
+        compress_reply: None,
     };
     tracker.spawn(async move {
         if fresh {
@@ -340,6 +347,16 @@ impl Actor {
                 reply,
             } => {
                 let _ = reply.send(self.history_page(offset, limit));
+            }
+            Command::Compress { reply } => self.compress_now(reply),
+            Command::SetModel { model, reply } => {
+                self.record.model = model.clone();
+                self.pending.record = Some(self.record.clone());
+                self.emit(EventPayload::ModelChanged { model });
+                let record = self.record.clone();
+                self.after_commit(move || {
+                    let _ = reply.send(record);
+                });
             }
             Command::Announce { payload } => {
                 self.emit(payload);

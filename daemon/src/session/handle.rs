@@ -109,6 +109,15 @@ pub(super) enum Command {
         limit: u64,
         reply: oneshot::Sender<Result<(u64, Vec<crate::model::Content>), SessionError>>,
     },
+    /// Choose the session's model.
+    SetModel {
+        model: Option<String>,
+        reply: oneshot::Sender<SessionRecord>,
+    },
+    /// Compress what is sent to the model (between turns).
+    Compress {
+        reply: oneshot::Sender<Result<Option<crate::agent::Compressed>, SessionError>>,
+    },
     /// Record a daemon-wide notice (a policy problem) in the session.
     Announce {
         payload: geminid_protocol::event::EventPayload,
@@ -239,6 +248,16 @@ impl SessionHandle {
             reply,
         })
         .await?
+    }
+
+    pub async fn set_model(&self, model: Option<String>) -> Result<SessionRecord, SessionError> {
+        self.ask(|reply| Command::SetModel { model, reply }).await
+    }
+
+    /// Compresses what is sent to the model; `None` when there was
+    /// nothing old enough to summarize.
+    pub async fn compress(&self) -> Result<Option<crate::agent::Compressed>, SessionError> {
+        self.ask(|reply| Command::Compress { reply }).await?
     }
 
     pub async fn stop(&self, reason: &str) -> Result<(), SessionError> {

@@ -34,6 +34,8 @@ pub struct NewSession {
     pub origin: Option<String>,
     /// The session's sandbox mode, over the settings.
     pub sandbox: Option<crate::sandbox::Mode>,
+    /// The session's model (`None`: the daemon's).
+    pub model: Option<String>,
 }
 
 impl SessionManager {
@@ -102,6 +104,9 @@ impl SessionManager {
             root_ino: Some(root.id().ino),
             origin: new.origin,
             sandbox: new.sandbox.map(|m| m.as_str().to_owned()),
+            tokens: None,
+            model: new.model,
+            compression: None,
         };
         // The actor writes the record with its first event and flushes both
         // before it answers anything, so a created session survives kill -9.

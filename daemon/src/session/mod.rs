@@ -40,6 +40,10 @@ pub enum SessionError {
     ShuttingDown,
     #[error("{0}")]
     ModelNotConfigured(String),
+    #[error("{0}")]
+    Busy(String),
+    #[error("compression failed: {0}; the history sent to the model is unchanged")]
+    CompressionFailed(String),
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -8,7 +8,8 @@ use geminid_protocol::event::EventPayload;
 use super::SessionError;
 use super::actor::{Actor, Internal};
 use super::handle::Waiter;
-use crate::agent::{self, TurnEnd, TurnLine, TurnMsg, TurnSpec};
+use crate::agent::{self, Compressed, TurnEnd, TurnLine, TurnMsg, TurnSpec};
+use crate::model::window::ContextPolicy;
 use crate::model::{Content, Role, Usage};
 use crate::store::{PendingPrompt, StoreError};
 
@@ -73,16 +74,20 @@ impl Actor {
             turn_id: turn_id.clone(),
             text: prompt.text.clone(),
         });
+        let chosen = self.record.model.clone();
         let prepared = self
             .deps
             .model
-            .model(Some(std::path::Path::new(&self.record.cwd)))
+            .model_named(
+                Some(std::path::Path::new(&self.record.cwd)),
+                chosen.as_deref(),
+            )
             .map_err(|e| e.message)
-            .and_then(|(_, model)| {
+            .and_then(|(config, model)| {
                 let history = self.loaded_history().map_err(|e| e.to_string())?.clone();
-                Ok((model, history))
+                Ok((config, model, history))
             });
-        let (model, history) = match prepared {
+        let (config, model, history) = match prepared {
             Ok(ready) => ready,
             Err(message) => {
                 let end = TurnEnd {
@@ -94,6 +99,8 @@ impl Actor {
             }
         };
         let cancel = self.cancel.child_token();
+        let context = self.context_policy(&config.model);
+        let fallback = self.fallback(&config.model);
         let spec = TurnSpec {
             turn_id: turn_id.clone(),
             text: prompt.text,
@@ -110,6 +117,13 @@ impl Actor {
             tools_ready: self.tools_ready(),
             workspace: self.record.cwd.clone(),
             memory: self.deps.memory.clone(),
+            approval_mode: self.record.approval_mode,
+            interactive: self.record.interactive,
+            fallback,
+            model_name: config.model,
+            context,
+            prefix: self.record.compression.clone(),
+            calibration: self.conversation.calibration,
             limits: self.deps.turn_limits,
             cancel: cancel.clone(),
         };
@@ -146,8 +160,172 @@ impl Actor {
                 }
                 let _ = reply.send(done);
             }
+            TurnMsg::Usage {
+                purpose,
+                usage,
+                estimated,
+                model,
+                window,
+            } => self.book_usage(&turn_id, purpose, usage, estimated, &model, window),
+            TurnMsg::Compressed { trigger, done } => self.compressed(&turn_id, trigger, done),
+            TurnMsg::CompressionFailed { trigger, message } => {
+                self.emit(EventPayload::CompressionFailed {
+                    turn_id: turn_of(&turn_id),
+                    trigger: trigger.to_owned(),
+                    message,
+                });
+            }
+            TurnMsg::CompressionEnded(result) => {
+                self.prompts.finished(&turn_id);
+                if let Some(reply) = self.compress_reply.take() {
+                    let _ = reply.send(result.map_err(SessionError::CompressionFailed));
+                }
+                self.start_next_turn();
+            }
             TurnMsg::Finished(end) => self.finish_turn(&turn_id, end),
         }
+    }
+
+    /// Books a model request in the session's account.
+    fn book_usage(
+        &mut self,
+        turn_id: &str,
+        purpose: &str,
+        usage: Usage,
+        estimated: u64,
+        model: &str,
+        window: u64,
+    ) {
+        let ledger = self.record.tokens.get_or_insert_with(Default::default);
+        ledger.book(model, window, usage);
+        let tokens = crate::wire::session_tokens(ledger);
+        if purpose == "turn" {
+            self.conversation
+                .calibration
+                .learn(estimated, usage.input_tokens);
+        }
+        self.pending.record = Some(self.record.clone());
+        self.emit(EventPayload::TokenUsage {
+            turn_id: turn_of(turn_id),
+            purpose: purpose.to_owned(),
+            request: crate::wire::token_counts(usage),
+            tokens,
+        });
+    }
+
+    /// What is sent was compressed: the record keeps the summary (so a
+    /// restart sends the same), the event says what replaced what.
+    fn compressed(&mut self, turn_id: &str, trigger: &str, done: Compressed) {
+        self.record.compression = Some(done.prefix.clone());
+        self.pending.record = Some(self.record.clone());
+        self.emit(EventPayload::Compressed {
+            turn_id: turn_of(turn_id),
+            trigger: trigger.to_owned(),
+            replaced_entries: done.prefix.upto,
+            kept_entries: done.kept,
+            summary: done.prefix.summary,
+            tokens_before: done.tokens_before,
+            tokens_after: done.tokens_after,
+        });
+    }
+
+    /// `session.compress`: summarizes the older history between turns.
+    pub(super) fn compress_now(&mut self, reply: super::actor::CompressReply) {
+        if self.stopping {
+            let _ = reply.send(Err(SessionError::Stopped(self.record.id.clone())));
+            return;
+        }
+        if self.prompts.is_running() {
+            let _ = reply.send(Err(SessionError::Busy(
+                "a turn (or a compression) is running; compress between turns (a turn compresses on its own when it must)".to_owned(),
+            )));
+            return;
+        }
+        let prepared = self
+            .deps
+            .model
+            .model_named(
+                Some(std::path::Path::new(&self.record.cwd)),
+                self.record.model.as_deref(),
+            )
+            .map_err(|e| SessionError::ModelNotConfigured(e.message))
+            .and_then(|(config, model)| {
+                let history = self.loaded_history()?.clone();
+                Ok((config, model, history))
+            });
+        let (config, model, history) = match prepared {
+            Ok(ready) => ready,
+            Err(e) => {
+                let _ = reply.send(Err(e));
+                return;
+            }
+        };
+        let job_id = format!("compress-{}", self.next_seq());
+        let cancel = self.cancel.child_token();
+        let spec = TurnSpec {
+            turn_id: job_id.clone(),
+            text: String::new(),
+            history,
+            model,
+            tools: Vec::new(),
+            tools_ready: None,
+            workspace: self.record.cwd.clone(),
+            memory: self.deps.memory.clone(),
+            approval_mode: self.record.approval_mode,
+            interactive: self.record.interactive,
+            context: self.context_policy(&config.model),
+            fallback: None,
+            model_name: config.model,
+            prefix: self.record.compression.clone(),
+            calibration: self.conversation.calibration,
+            limits: self.deps.turn_limits,
+            cancel: cancel.clone(),
+        };
+        self.prompts.started(job_id.clone(), cancel);
+        self.compress_reply = Some(reply);
+        let internal = self.internal.clone();
+        let line: TurnLine = Box::new(move |msg| {
+            let _ = internal.send(Internal::Turn {
+                turn_id: job_id.clone(),
+                msg,
+            });
+        });
+        self.tasks.spawn(agent::compress_between_turns(spec, line));
+    }
+
+    /// The fallback model's client, unless it is `model` itself.
+    fn fallback(&self, model: &str) -> Option<(String, std::sync::Arc<dyn crate::model::Model>)> {
+        let name = crate::model::choice::fallback_model(&env, &self.settings())?;
+        if name == model {
+            return None;
+        }
+        let workspace = std::path::Path::new(&self.record.cwd);
+        let (_, client) = self
+            .deps
+            .model
+            .model_named(Some(workspace), Some(&name))
+            .ok()?;
+        Some((name, client))
+    }
+
+    /// The user's settings (`Null` when absent or unreadable; the model
+    /// slot reports a broken file).
+    fn settings(&self) -> serde_json::Value {
+        std::fs::read_to_string(&self.deps.user_settings)
+            .ok()
+            .and_then(|text| serde_json::from_str(&text).ok())
+            .unwrap_or(serde_json::Value::Null)
+    }
+
+    /// The window and threshold for `model`; problems with the settings
+    /// are reported in the session (the defaults are kept).
+    fn context_policy(&mut self, model: &str) -> ContextPolicy {
+        let settings = self.settings();
+        let (policy, problems) = ContextPolicy::resolve(model, &env, &settings);
+        for problem in problems {
+            self.emit(EventPayload::Error { message: problem });
+        }
+        policy
     }
 
     fn finish_turn(&mut self, turn_id: &str, end: TurnEnd) {
@@ -160,7 +338,7 @@ impl Actor {
             turn_id: turn_id.to_owned(),
             reason: reason.to_owned(),
             input_tokens: Some(end.usage.input_tokens),
-            output_tokens: Some(end.usage.output_tokens),
+            output_tokens: Some(end.usage.output_tokens + end.usage.thought_tokens),
             message: end.message,
         });
         self.pending.prompts.push((turn_id.to_owned(), None));
@@ -294,6 +472,16 @@ impl Actor {
             })),
         })
     }
+}
+
+/// The turn id an event names: none for a compression between turns.
+fn turn_of(id: &str) -> Option<String> {
+    (!id.starts_with("compress-")).then(|| id.to_owned())
+}
+
+/// The daemon's environment, empty values as unset.
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
 }
 
 #[cfg(test)]

@@ -225,6 +225,9 @@ mod tests {
             root_ino: None,
             origin: None,
             sandbox: None,
+            tokens: None,
+            model: None,
+            compression: None,
         };
         let mut first = append(&[1]);
         first.record = Some(record("old"));

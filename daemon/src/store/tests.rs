@@ -19,6 +19,9 @@ fn record(id: &str) -> SessionRecord {
         root_ino: None,
         origin: None,
         sandbox: None,
+        tokens: None,
+        model: None,
+        compression: None,
     }
 }
 

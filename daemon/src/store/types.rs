@@ -59,6 +59,16 @@ pub struct SessionRecord {
     /// `read-only`, `required`); absent: the settings decide.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// The model chosen for the session (`None`: the daemon's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// The session's token account.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<crate::model::TokenLedger>,
+    /// The summary sent in place of the history's start (the history
+    /// itself keeps every entry).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compression: Option<crate::model::CompressedPrefix>,
 }
 
 /// An event as stored and broadcast: its seq and its wire JSON. Shared

@@ -12,7 +12,7 @@ use super::stdio::StdioPeer;
 /// A daemon on the fake model, and a way to start `gemctl acp` against it.
 pub struct Setup {
     pub d: TestDaemon,
-    _fake: FakeModel,
+    pub fake: FakeModel,
 }
 
 impl Setup {
@@ -24,7 +24,7 @@ impl Setup {
             ("GEMINI_MODEL", "gemini-2.5-flash"),
         ]);
         fake.set_var("WS", &d.workspace.display().to_string());
-        Setup { d, _fake: fake }
+        Setup { d, fake }
     }
 
     pub fn ws(&self) -> String {

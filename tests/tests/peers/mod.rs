@@ -81,6 +81,7 @@ pub async fn session(c: &Client, d: &TestDaemon, mode: ApprovalMode) -> String {
         Some(false),
         None,
         None,
+        None,
     )
     .await
     .expect("session")
