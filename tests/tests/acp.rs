@@ -200,7 +200,7 @@ async fn modes_switch_and_a_loaded_session_replays_its_history() {
     let (bad, _) = agent
         .call(
             "session/set_mode",
-            json!({"sessionId": session, "modeId": "plan"}),
+            json!({"sessionId": session, "modeId": "warp"}),
         )
         .await;
     assert_eq!(bad["error"]["code"], -32602, "{bad}");

@@ -211,8 +211,16 @@ async fn silent_connections_never_lock_a_client_out() {
         closed.contains("daemon.initialize did not come within"),
         "{closed}"
     );
-    let r = kept.request("daemon.status", json!({}));
-    let connections = r["result"]["connections"].as_u64().expect("status");
+    // The deadlines of the last few end within moments of each other.
+    let settled = Instant::now() + Duration::from_secs(5);
+    let (connections, r) = loop {
+        let r = kept.request("daemon.status", json!({}));
+        let connections = r["result"]["connections"].as_u64().expect("status");
+        if connections <= 2 || Instant::now() > settled {
+            break (connections, r);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
     println!("connections after the deadline: {connections}");
     assert!(connections <= 2, "silent connections left: {r}");
 }

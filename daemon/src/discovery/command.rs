@@ -249,10 +249,19 @@ impl ToolInvocation for DiscoveredCall {
         _output: OutputSink,
     ) -> Result<ToolResult, ToolError> {
         let script = format!("{} \"$1\"", self.call);
+        // The call command runs in the workspace by path (`run`); the
+        // sandbox checks it enters that same directory.
+        let here = rustix::fs::stat(&self.cwd).map_err(|e| {
+            ToolError::new(
+                ToolErrorKind::Unavailable,
+                format!("cannot stat {}: {e}", self.cwd.display()),
+            )
+        })?;
         let jail = crate::tools::builtin::shell_sandbox::Jail::decide(
             &self.sandbox,
             &self.roots,
             &self.cwd,
+            (here.st_dev, here.st_ino),
             false,
         )?;
         let done = run(

@@ -71,8 +71,15 @@ enum Expect {
 /// Runs `script` with bash in a sandbox of `plan`, in `cwd`; its exit
 /// status and output.
 fn run(plan: &Plan, cwd: &Path, script: &str) -> Result<(bool, String), String> {
-    let prep =
-        child::prepare(plan, support().landlock_abi, Some(cwd)).map_err(|e| e.to_string())?;
+    let prep = child::prepare(
+        plan,
+        support().landlock_abi,
+        Some(child::WorkDir {
+            path: cwd,
+            identity: None,
+        }),
+    )
+    .map_err(|e| e.to_string())?;
     let mut cmd = std::process::Command::new("bash");
     cmd.arg("-c")
         .arg(script)

@@ -124,8 +124,20 @@ pub struct Preparation {
     pub missing: Vec<std::path::PathBuf>,
 }
 
+/// Where a command starts: a path the child enters again through its new
+/// mounts, and the directory (device, inode) it must turn out to be. The
+/// identity comes from the directory the daemon opened beneath the pinned
+/// root, so a path swapped for a link to elsewhere fails the check instead
+/// of moving the command outside.
+#[derive(Debug, Clone, Copy)]
+pub struct WorkDir<'a> {
+    pub path: &'a Path,
+    /// `None`: the path's directory now (self-tests only).
+    pub identity: Option<(u64, u64)>,
+}
+
 /// Prepares `plan` for a command that will run in `cwd`.
-pub fn prepare(plan: &Plan, abi: i32, cwd: Option<&Path>) -> io::Result<Preparation> {
+pub fn prepare(plan: &Plan, abi: i32, cwd: Option<WorkDir<'_>>) -> io::Result<Preparation> {
     let abi = ABI::from(abi);
     if abi == ABI::Unsupported {
         return Err(io::Error::other("Landlock is not available"));
@@ -188,8 +200,14 @@ pub fn prepare(plan: &Plan, abi: i32, cwd: Option<&Path>) -> io::Result<Preparat
     }
     let cwd = match cwd {
         Some(dir) => {
-            let st = rustix::fs::stat(dir)?;
-            Some((c_path(dir)?, st.st_dev, st.st_ino))
+            let (dev, ino) = match dir.identity {
+                Some(identity) => identity,
+                None => {
+                    let st = rustix::fs::stat(dir.path)?;
+                    (st.st_dev, st.st_ino)
+                }
+            };
+            Some((c_path(dir.path)?, dev, ino))
         }
         None => None,
     };

@@ -15,11 +15,11 @@ mod refusal;
 mod settings;
 mod support;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use check::{SandboxCheck, SandboxProbe, check};
-pub use child::{Prepared, install};
+pub use child::{Prepared, WorkDir, install};
 pub use plan::{DEFAULT_DENY_READ, DaemonPlaces, Plan, expand};
 pub use refusal::explain_refusal;
 pub use settings::{Limits, Mode, SandboxSettings};
@@ -116,7 +116,10 @@ impl Confined {
     /// Prepares the child's side for a command working in `cwd`; returns
     /// it with the instruction files that could not be held (they do not
     /// exist yet).
-    pub fn prepare(&self, cwd: Option<&Path>) -> std::io::Result<(Prepared, Vec<PathBuf>)> {
+    pub fn prepare(
+        &self,
+        cwd: Option<child::WorkDir<'_>>,
+    ) -> std::io::Result<(Prepared, Vec<PathBuf>)> {
         let p = child::prepare(&self.plan, self.abi, cwd)?;
         Ok((p.prepared, p.missing))
     }

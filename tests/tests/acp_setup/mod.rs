@@ -58,7 +58,7 @@ impl Setup {
             .iter()
             .map(|m| m["id"].as_str().unwrap())
             .collect();
-        assert_eq!(ids, ["default", "autoEdit", "yolo"]);
+        assert_eq!(ids, ["default", "autoEdit", "yolo", "plan"]);
         r["result"]["sessionId"].as_str().unwrap().to_owned()
     }
 }

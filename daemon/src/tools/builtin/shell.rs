@@ -252,10 +252,14 @@ impl ToolInvocation for ShellInvocation {
                 format!("cannot open the directory {}: {e}", self.cwd.display()),
             )
         })?;
+        let opened = rustix::fs::fstat(&dir).map_err(|e| {
+            ToolError::execution(format!("cannot stat {}: {e}", self.cwd.display()))
+        })?;
         let jail = super::shell_sandbox::Jail::decide(
             &self.sandbox,
             &self.roots,
             &self.cwd,
+            (opened.st_dev, opened.st_ino),
             self.params.sandbox == Some(false),
         )?;
         let outcome = run_wrapped(

@@ -32,6 +32,7 @@ impl Jail {
         sandbox: &SessionSandbox,
         roots: &[PathBuf],
         cwd: &Path,
+        cwd_identity: (u64, u64),
         unsandboxed: bool,
     ) -> Result<Jail, ToolError> {
         let none = |line: String| Jail {
@@ -55,11 +56,16 @@ impl Jail {
                 format!("The command was not run: {why}"),
             )),
             Decision::Sandboxed(confined) => {
-                let (prepared, unheld) = confined.prepare(Some(cwd)).map_err(|e| {
-                    ToolError::execution(format!(
-                        "The command was not run: the sandbox could not be prepared: {e}"
-                    ))
-                })?;
+                let (prepared, unheld) = confined
+                    .prepare(Some(crate::sandbox::WorkDir {
+                        path: cwd,
+                        identity: Some(cwd_identity),
+                    }))
+                    .map_err(|e| {
+                        ToolError::execution(format!(
+                            "The command was not run: the sandbox could not be prepared: {e}"
+                        ))
+                    })?;
                 let mut line = format!("\nSandbox: {}", confined.describe());
                 for note in &confined.plan.notes {
                     line.push_str(&format!("; {note}"));
