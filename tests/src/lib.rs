@@ -375,6 +375,26 @@ impl RawConn {
     }
 }
 
+/// Prompts `session` and returns its events, replayed from the start,
+/// up to the end of that turn.
+pub async fn run_turn(c: &Client, session: &str, text: &str) -> Vec<SessionEvent> {
+    use geminid_protocol::event::EventPayload;
+    let mut sub = c
+        .subscribe_session(session.to_owned(), None)
+        .await
+        .expect("subscribe");
+    let turn = c
+        .prompt(session.to_owned(), text.into())
+        .await
+        .expect("prompt")
+        .turn_id;
+    collect_until(
+        &mut sub,
+        |e| matches!(&e.payload, EventPayload::TurnFinished { turn_id, .. } if *turn_id == turn),
+    )
+    .await
+}
+
 /// Collects events from a subscription until `done` says stop (or a timeout).
 pub async fn collect_until(
     sub: &mut Subscription<SessionEvent>,

@@ -8,20 +8,6 @@ use geminid_tests::fake_model::{FakeModel, Reply, gemini, openai};
 use geminid_tests::*;
 use serde_json::json;
 
-async fn run_turn(c: &Client, session: &str, text: &str) -> Vec<SessionEvent> {
-    let mut sub = c.subscribe_session(session.to_owned(), None).await.unwrap();
-    let turn = c
-        .prompt(session.to_owned(), text.into())
-        .await
-        .unwrap()
-        .turn_id;
-    collect_until(
-        &mut sub,
-        |e| matches!(&e.payload, EventPayload::TurnFinished { turn_id, .. } if *turn_id == turn),
-    )
-    .await
-}
-
 fn reason(events: &[SessionEvent]) -> String {
     events
         .iter()

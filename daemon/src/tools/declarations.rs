@@ -70,13 +70,7 @@ pub fn declarations_where(
     registry: &ToolRegistry,
     shown: impl Fn(&dyn Tool) -> bool,
 ) -> Vec<Value> {
-    let mut tools = registry.all();
-    tools.retain(|t| shown(t.tool.as_ref()));
-    tools.sort_by(|a, b| a.tool.name().cmp(b.tool.name()));
-    tools
-        .iter()
-        .map(|t| function_declaration(t.tool.as_ref()))
-        .collect()
+    declare(registry.all(), shown)
 }
 
 /// Declarations of the tools a session rooted at `root` may use (another
@@ -87,7 +81,14 @@ pub fn declarations_in(
     root: &std::path::Path,
     shown: impl Fn(&dyn Tool) -> bool,
 ) -> Vec<Value> {
-    let mut tools = registry.all_in(root);
+    declare(registry.all_in(root), shown)
+}
+
+/// The declarations of `tools` that `shown` keeps, sorted by name.
+fn declare(
+    mut tools: Vec<super::registry::RegisteredTool>,
+    shown: impl Fn(&dyn Tool) -> bool,
+) -> Vec<Value> {
     tools.retain(|t| shown(t.tool.as_ref()));
     tools.sort_by(|a, b| a.tool.name().cmp(b.tool.name()));
     tools
