@@ -540,3 +540,67 @@ async fn an_acp_editor_gets_auth_required_then_succeeds_after_authenticate() {
     assert_eq!(text, "hello from the model");
     assert_eq!(agent.close().await, Some(0));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_may_choose_another_provider_the_settings_configure() {
+    use geminid_tests::fake_model::openai;
+    let mut local_reply = vec![openai::text("from local")];
+    local_reply.extend(openai::done("stop"));
+    let local = FakeModel::scripted(vec![Reply::Stream {
+        events: local_reply,
+        gap: Duration::ZERO,
+    }])
+    .await;
+    let google = FakeModel::scripted(vec![gemini::answer(&["from gemini"])]).await;
+    let d = TestDaemon::start_with_env(&[
+        ("GEMINI_API_KEY", "g-key"),
+        ("GOOGLE_GEMINI_BASE_URL", google.base_url.as_str()),
+    ]);
+    std::fs::create_dir_all(d.home().join(".gemini")).unwrap();
+    std::fs::write(
+        d.home().join(".gemini/settings.json"),
+        json!({"geminid": {"openaiCompatible": {"baseUrl": format!("{}/v1", local.base_url), "model": "qwen"}}})
+            .to_string(),
+    )
+    .unwrap();
+    let c = d.client().await;
+    assert_eq!(
+        c.status().await.unwrap().model.unwrap().provider,
+        "openai-compatible"
+    );
+    let here = new_session(&c, &d.workspace).await;
+    let events = run_turn(&c, &here, "hi").await;
+    assert_eq!(end(&events).0, "completed", "{:?}", end(&events));
+    assert_eq!(local.seen().len(), 1);
+
+    let other = new_session(&c, &d.workspace).await;
+    c.set_model(other.clone(), Some("gemini:gemini-2.5-pro".into()))
+        .await
+        .unwrap();
+    let events = run_turn(&c, &other, "hi").await;
+    assert_eq!(end(&events).0, "completed", "{:?}", end(&events));
+    let seen = google.seen();
+    assert_eq!(seen.len(), 1, "the session's own provider answered");
+    assert!(
+        seen[0].path.contains("/models/gemini-2.5-pro:"),
+        "{}",
+        seen[0].path
+    );
+    assert_eq!(seen[0].header("x-goog-api-key"), Some("g-key"));
+    assert_eq!(
+        local.seen().len(),
+        1,
+        "the other session's provider was not used"
+    );
+
+    // A provider the files do not configure is refused at once, saying why.
+    let third = new_session(&c, &d.workspace).await;
+    c.set_model(third.clone(), Some("vertex-ai:gemini-2.5-pro".into()))
+        .await
+        .unwrap();
+    let err = c.prompt(third, "hi".into()).await.unwrap_err().to_string();
+    assert!(
+        err.contains("vertex-ai") && err.contains("GOOGLE_CLOUD_PROJECT"),
+        "{err}"
+    );
+}

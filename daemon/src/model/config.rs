@@ -48,12 +48,38 @@ pub enum Provider {
 }
 
 impl Provider {
+    /// A provider by its label.
+    pub fn from_label(label: &str) -> Option<Provider> {
+        [
+            Provider::Gemini,
+            Provider::VertexAi,
+            Provider::OpenAiCompatible,
+        ]
+        .into_iter()
+        .find(|p| p.label() == label)
+    }
+
     pub fn label(self) -> &'static str {
         match self {
             Provider::Gemini => "gemini",
             Provider::VertexAi => "vertex-ai",
             Provider::OpenAiCompatible => "openai-compatible",
         }
+    }
+}
+
+/// A session's choice of model: `provider:model` picks another provider
+/// the settings configure (`vertex-ai:gemini-2.5-pro`,
+/// `openai-compatible:qwen`, `gemini:gemini-2.5-flash`); a bare name keeps
+/// the daemon's provider. An empty model after the prefix keeps that
+/// provider's own model.
+pub fn parse_choice(choice: &str) -> (Option<Provider>, &str) {
+    match choice.split_once(':') {
+        Some((label, model)) => match Provider::from_label(label) {
+            Some(provider) => (Some(provider), model.trim()),
+            None => (None, choice),
+        },
+        None => (None, choice),
     }
 }
 
@@ -115,6 +141,17 @@ impl ModelConfig {
     /// Resolves the configuration from `env`, a settings document and the
     /// home directory (where gcloud keeps its credentials).
     pub fn resolve(env: &Lookup<'_>, settings: &Value, home: &Path) -> ModelConfig {
+        Self::resolve_as(env, settings, home, None)
+    }
+
+    /// Like [`ModelConfig::resolve`], with `provider` chosen instead of the
+    /// one the settings and environment select.
+    pub fn resolve_as(
+        env: &Lookup<'_>,
+        settings: &Value,
+        home: &Path,
+        provider: Option<Provider>,
+    ) -> ModelConfig {
         let ours = &settings["geminid"];
         let compat = &ours["openaiCompatible"];
         let mut notes = Vec::new();
@@ -129,7 +166,11 @@ impl ModelConfig {
                 ));
             }
         }
-        if compat.is_object() {
+        let compatible = match provider {
+            Some(p) => p == Provider::OpenAiCompatible,
+            None => compat.is_object(),
+        };
+        if compatible {
             let key_env = compat["apiKeyEnv"].as_str().unwrap_or("OPENAI_API_KEY");
             let (api_key, key_source) = match compat["apiKey"].as_str() {
                 Some(key) => (
@@ -156,17 +197,20 @@ impl ModelConfig {
             .or_else(|| settings["model"]["name"].as_str().map(str::to_owned))
             .unwrap_or_else(|| DEFAULT_GEMINI_MODEL.to_owned());
         let selected = settings["security"]["auth"]["selectedType"].as_str();
-        let vertex = match selected {
-            Some("vertex-ai") => true,
-            Some("gemini-api-key") => false,
-            Some(other) => {
-                notes.push(format!(
+        let vertex = match (provider, selected) {
+            (Some(p), _) => p == Provider::VertexAi,
+            (None, selected) => match selected {
+                Some("vertex-ai") => true,
+                Some("gemini-api-key") => false,
+                Some(other) => {
+                    notes.push(format!(
                     "settings security.auth.selectedType `{other}` (sign-in with Google) is not \
                      available in geminid; using an API key or Vertex AI from the environment"
                 ));
-                env.value("GOOGLE_GENAI_USE_VERTEXAI").as_deref() == Some("true")
-            }
-            None => env.value("GOOGLE_GENAI_USE_VERTEXAI").as_deref() == Some("true"),
+                    env.value("GOOGLE_GENAI_USE_VERTEXAI").as_deref() == Some("true")
+                }
+                None => env.value("GOOGLE_GENAI_USE_VERTEXAI").as_deref() == Some("true"),
+            },
         };
         if vertex {
             return Self::vertex(env, model, home, notes);
@@ -421,14 +465,34 @@ impl ModelSlot {
         Ok((config, model))
     }
 
-    /// Like [`ModelSlot::model`], for `name` instead of the configured
-    /// model when given (same provider, credentials and endpoint).
+    /// Like [`ModelSlot::model`], for a session's choice instead of the
+    /// configured model when given: a bare name keeps the provider,
+    /// credentials and endpoint; `provider:model` ([`parse_choice`]) uses
+    /// another provider the user's files configure.
     pub fn model_named(
         &self,
         workspace: Option<&Path>,
         name: Option<&str>,
     ) -> Result<(ModelConfig, Arc<dyn Model>), ModelError> {
-        let (mut config, model) = self.model(workspace)?;
+        let (provider, name) = match name.map(parse_choice) {
+            Some((provider, name)) => (provider, Some(name).filter(|n| !n.is_empty())),
+            None => (None, None),
+        };
+        let (mut config, model) = match provider {
+            Some(provider) if provider != self.config(workspace).provider => {
+                let env_file = dotenv::find(workspace.unwrap_or(&self.home), &self.home);
+                let config = self.resolve_fresh(env_file.as_deref(), Some(provider));
+                if let Some(problem) = config.problem() {
+                    return Err(ModelError::new(
+                        ModelErrorKind::NotConfigured,
+                        format!("the session chose {}: {problem}", provider.label()),
+                    ));
+                }
+                let model = config.build(self.http.clone(), &self.tokens);
+                (config, model)
+            }
+            _ => self.model(workspace)?,
+        };
         match name {
             Some(name) if name != config.model => {
                 config.model = name.to_owned();
@@ -437,6 +501,24 @@ impl ModelSlot {
             }
             _ => Ok((config, model)),
         }
+    }
+
+    /// Resolves from the files as they are now, without the cache.
+    fn resolve_fresh(&self, env_file: Option<&Path>, provider: Option<Provider>) -> ModelConfig {
+        let settings = read_settings(&self.settings_file);
+        let file = env_file.and_then(|path| {
+            dotenv::read(path, &self.home)
+                .map_err(
+                    |e| tracing::warn!(path = %path.display(), error = %e, "cannot read .env file"),
+                )
+                .ok()
+        });
+        let lookup = Lookup {
+            process: &process_env,
+            file: file.as_ref(),
+            excluded: excluded_vars(&settings),
+        };
+        ModelConfig::resolve_as(&lookup, &settings, &self.home, provider)
     }
 
     fn refresh(&self, workspace: Option<&Path>) -> (ModelConfig, Arc<dyn Model>) {
@@ -458,18 +540,7 @@ impl ModelSlot {
                 cached
             }
             old => {
-                let settings = read_settings(&self.settings_file);
-                let file = env_file.as_ref().and_then(|path| {
-                    dotenv::read(path, &self.home)
-                        .map_err(|e| tracing::warn!(path = %path.display(), error = %e, "cannot read .env file"))
-                        .ok()
-                });
-                let lookup = Lookup {
-                    process: &process_env,
-                    file: file.as_ref(),
-                    excluded: excluded_vars(&settings),
-                };
-                let config = ModelConfig::resolve(&lookup, &settings, &self.home);
+                let config = self.resolve_fresh(env_file.as_deref(), None);
                 for note in &config.notes {
                     if old.as_ref().is_none_or(|o| !o.config.notes.contains(note)) {
                         tracing::warn!("{note}");
@@ -683,6 +754,43 @@ mod tests {
             &chosen,
         );
         assert_eq!(c.provider, Provider::Gemini);
+    }
+
+    #[test]
+    fn a_session_may_name_another_provider() {
+        assert_eq!(
+            parse_choice("vertex-ai:gemini-2.5-pro"),
+            (Some(Provider::VertexAi), "gemini-2.5-pro")
+        );
+        assert_eq!(parse_choice("gemini:"), (Some(Provider::Gemini), ""));
+        assert_eq!(parse_choice("gemini-2.5-pro"), (None, "gemini-2.5-pro"));
+        // A colon that names no provider is part of the model's name.
+        assert_eq!(parse_choice("ollama:qwen"), (None, "ollama:qwen"));
+        let settings =
+            json!({"geminid": {"openaiCompatible": {"baseUrl": "http://l/v1", "model": "qwen"}}});
+        let env_ = env(&[("GEMINI_API_KEY", "k")]);
+        let lookup = Lookup {
+            process: &env_,
+            file: None,
+            excluded: Vec::new(),
+        };
+        let home = Path::new("/nonexistent-home");
+        let default = ModelConfig::resolve(&lookup, &settings, home);
+        assert_eq!(default.provider, Provider::OpenAiCompatible);
+        let gemini = ModelConfig::resolve_as(&lookup, &settings, home, Some(Provider::Gemini));
+        assert_eq!(
+            (gemini.provider, gemini.api_key.as_deref()),
+            (Provider::Gemini, Some("k"))
+        );
+        let vertex = ModelConfig::resolve_as(&lookup, &settings, home, Some(Provider::VertexAi));
+        assert!(vertex.problem().unwrap().contains("GOOGLE_CLOUD_PROJECT"));
+        let none = ModelConfig::resolve_as(
+            &lookup,
+            &Value::Null,
+            home,
+            Some(Provider::OpenAiCompatible),
+        );
+        assert!(none.problem().unwrap().contains("openaiCompatible"));
     }
 
     #[test]

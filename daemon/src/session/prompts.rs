@@ -22,11 +22,10 @@ impl Actor {
         if self.stopping {
             return Err(SessionError::Stopped(self.record.id.clone()));
         }
-        if let Err(e) = self
-            .deps
-            .model
-            .model(Some(std::path::Path::new(&self.record.cwd)))
-        {
+        if let Err(e) = self.deps.model.model_named(
+            Some(std::path::Path::new(&self.record.cwd)),
+            self.record.model.as_deref(),
+        ) {
             return Err(SessionError::ModelNotConfigured(e.message));
         }
         if self.record.title.is_none() {
