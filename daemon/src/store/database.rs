@@ -31,7 +31,7 @@ pub(super) fn open_sled(dir: &Path) -> Result<Sled, StoreError> {
     drop_unfinished_creation(&path)
         .map_err(|e| StoreError::Io(format!("{}: {e}", path.display())))?;
     let db = open_with_retry(&path).map_err(|source| match source {
-        sled::Error::Io(e) if e.kind() == std::io::ErrorKind::WouldBlock => StoreError::InUse {
+        source if lock_is_held(&source) => StoreError::InUse {
             path: dir.display().to_string(),
         },
         source => StoreError::Open {
@@ -64,14 +64,24 @@ fn open_with_retry(path: &Path) -> Result<sled::Db, sled::Error> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
     loop {
         match sled_config(path).open() {
-            Err(sled::Error::Io(e))
-                if e.kind() == std::io::ErrorKind::WouldBlock
-                    && std::time::Instant::now() < deadline =>
-            {
+            Err(e) if lock_is_held(&e) && std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_millis(10));
             }
             other => return other,
         }
+    }
+}
+
+/// Whether sled could not open because another instance holds the file
+/// lock. sled reports it as a plain `WouldBlock`, or wrapped in an error
+/// of kind `Other` whose text says so.
+fn lock_is_held(e: &sled::Error) -> bool {
+    match e {
+        sled::Error::Io(io) => {
+            io.kind() == std::io::ErrorKind::WouldBlock
+                || io.to_string().contains("could not acquire lock")
+        }
+        _ => false,
     }
 }
 
