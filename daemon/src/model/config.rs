@@ -474,12 +474,35 @@ impl ModelSlot {
         workspace: Option<&Path>,
         name: Option<&str>,
     ) -> Result<(ModelConfig, Arc<dyn Model>), ModelError> {
+        let (config, model) = self.choose(workspace, name)?;
+        let model = model.unwrap_or_else(|| config.build(self.http.clone(), &self.tokens));
+        Ok((config, model))
+    }
+
+    /// Whether a session's choice can run now (what [`ModelSlot::model_named`]
+    /// would refuse), without building a client.
+    pub fn check_named(
+        &self,
+        workspace: Option<&Path>,
+        name: Option<&str>,
+    ) -> Result<(), ModelError> {
+        self.choose(workspace, name).map(|_| ())
+    }
+
+    /// The configuration a session's choice gets now, with the cached
+    /// client when it is the daemon's own; or why it cannot run.
+    fn choose(
+        &self,
+        workspace: Option<&Path>,
+        name: Option<&str>,
+    ) -> Result<(ModelConfig, Option<Arc<dyn Model>>), ModelError> {
         let (provider, name) = match name.map(parse_choice) {
             Some((provider, name)) => (provider, Some(name).filter(|n| !n.is_empty())),
             None => (None, None),
         };
-        let (mut config, model) = match provider {
-            Some(provider) if provider != self.config(workspace).provider => {
+        let (default, cached) = self.refresh(workspace);
+        let (mut config, mut model) = match provider {
+            Some(provider) if provider != default.provider => {
                 let env_file = dotenv::find(workspace.unwrap_or(&self.home), &self.home);
                 let config = self.resolve_fresh(env_file.as_deref(), Some(provider));
                 if let Some(problem) = config.problem() {
@@ -488,19 +511,20 @@ impl ModelSlot {
                         format!("the session chose {}: {problem}", provider.label()),
                     ));
                 }
-                let model = config.build(self.http.clone(), &self.tokens);
-                (config, model)
+                (config, None)
             }
-            _ => self.model(workspace)?,
+            _ => {
+                if let Some(problem) = default.problem() {
+                    return Err(ModelError::new(ModelErrorKind::NotConfigured, problem));
+                }
+                (default, Some(cached))
+            }
         };
-        match name {
-            Some(name) if name != config.model => {
-                config.model = name.to_owned();
-                let model = config.build(self.http.clone(), &self.tokens);
-                Ok((config, model))
-            }
-            _ => Ok((config, model)),
+        if let Some(name) = name.filter(|n| *n != config.model) {
+            config.model = name.to_owned();
+            model = None;
         }
+        Ok((config, model))
     }
 
     /// Resolves from the files as they are now, without the cache.

@@ -22,7 +22,7 @@ impl Actor {
         if self.stopping {
             return Err(SessionError::Stopped(self.record.id.clone()));
         }
-        if let Err(e) = self.deps.model.model_named(
+        if let Err(e) = self.deps.model.check_named(
             Some(std::path::Path::new(&self.record.cwd)),
             self.record.model.as_deref(),
         ) {
