@@ -439,29 +439,32 @@ pub async fn wait_state(
 
 /// Creates a yolo session (nothing asks) rooted at `workspace`.
 pub async fn yolo_session(client: &Client, workspace: &Path) -> String {
-    client
-        .create_session(
-            workspace.display().to_string(),
-            Some(geminid_protocol::session::ApprovalMode::Yolo),
-            None,
-            None,
-            None,
-            None,
-            None,
-        )
-        .await
-        .expect("session.create")
-        .session_id
+    session_in(
+        client,
+        workspace,
+        Some(geminid_protocol::session::ApprovalMode::Yolo),
+        None,
+    )
+    .await
+}
+pub async fn new_session(client: &Client, workspace: &Path) -> String {
+    session_in(client, workspace, None, None).await
 }
 
-/// Creates a session rooted at the daemon's workspace.
-pub async fn new_session(client: &Client, workspace: &Path) -> String {
+/// A new session in `workspace` with `mode` and `interactive` (`None`:
+/// the daemon's defaults); its id.
+pub async fn session_in(
+    client: &Client,
+    workspace: &Path,
+    mode: Option<geminid_protocol::session::ApprovalMode>,
+    interactive: Option<bool>,
+) -> String {
     client
         .create_session(
             workspace.display().to_string(),
+            mode,
             None,
-            None,
-            None,
+            interactive,
             None,
             None,
             None,

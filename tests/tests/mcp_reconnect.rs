@@ -213,19 +213,7 @@ async fn a_failing_server_is_announced_once_and_only_where_it_is_used() {
         json!({"mcpServers": {"wsbroken": failing}}).to_string(),
     )
     .unwrap();
-    let there = c
-        .create_session(
-            other_ws.display().to_string(),
-            Some(ApprovalMode::Yolo),
-            None,
-            Some(false),
-            None,
-            None,
-            None,
-        )
-        .await
-        .expect("session")
-        .session_id;
+    let there = session_in(&c, &other_ws, Some(ApprovalMode::Yolo), Some(false)).await;
     // Backoff 1, 2, 4 s: at least three attempts of each server.
     tokio::time::sleep(Duration::from_secs(9)).await;
     let list = c.list_mcp().await.unwrap();

@@ -16,18 +16,7 @@ use peers::*;
 use serde_json::json;
 
 async fn yolo_in(c: &Client, dir: &Path) -> String {
-    c.create_session(
-        dir.display().to_string(),
-        Some(ApprovalMode::Yolo),
-        None,
-        Some(false),
-        None,
-        None,
-        None,
-    )
-    .await
-    .expect("session")
-    .session_id
+    session_in(c, dir, Some(ApprovalMode::Yolo), Some(false)).await
 }
 
 fn workspace_with_server(dir: &Path, name: &str, command: &str) {
