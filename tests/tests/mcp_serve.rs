@@ -1,11 +1,11 @@
 //! `gemctl mcp serve`: the daemon's tools as an MCP server on stdio,
-//! spoken to raw, then by the MCP inspector CLI and the conformance suite
-//! (through supergateway).
+//! spoken to raw, then by the MCP inspector CLI and the Python SDK (the
+//! conformance suite's server scenarios are in mcp_serve_conformance.rs).
 
 mod peers;
 mod stdio;
 
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use geminid_protocol::tool::{CallState, ConfirmationOutcome};
@@ -249,80 +249,6 @@ fn the_python_sdk_client_probes_then_calls() {
     );
 }
 
-/// supergateway bridging `gemctl mcp serve` to streamable HTTP; SIGINT on drop.
-struct Gateway(Child);
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        if let Some(pid) = rustix::process::Pid::from_raw(self.0.id() as i32) {
-            let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
-        }
-        let _ = self.0.wait();
-    }
-}
-
-#[test]
-fn conformance_server_scenarios_pass_through_supergateway() {
-    let p = peers::peers();
-    let d = TestDaemon::start();
-    let port = peers::free_port();
-    let child = Command::new(p.join("node_modules/.bin/node"))
-        .arg(p.join("node_modules/.bin/supergateway"))
-        .args([
-            "--stdio",
-            &serve_command(&d).join(" "),
-            "--outputTransport",
-            "streamableHttp",
-            "--stateful",
-            "--port",
-            &port.to_string(),
-            "--logLevel",
-            "none",
-        ])
-        .current_dir(&p)
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("supergateway");
-    let _gateway = Gateway(child);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "supergateway never listened");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let url = format!("http://localhost:{port}/mcp");
-    for scenario in SCENARIOS {
-        let out = tempfile::tempdir().unwrap();
-        let out = out.path().display().to_string();
-        let (ok, text) = npx(
-            &p,
-            &[
-                "conformance",
-                "server",
-                "--url",
-                &url,
-                "--scenario",
-                scenario,
-                "-o",
-                &out,
-            ],
-        );
-        assert!(ok, "{scenario}: {text}");
-    }
-}
-
-/// The scenarios that apply to a server with its own tools and nothing
-/// else: `tools-call-error` calls a fixture we do not have, and an unknown
-/// tool is an `isError` result, which is what it checks. The rest call the
-/// suite's fixtures (`test_image_content`, ...) or need logging,
-/// resources, prompts, sampling or elicitation, which this server does not
-/// offer.
-const SCENARIOS: &[&str] = &[
-    "server-initialize",
-    "ping",
-    "tools-list",
-    "tools-call-error",
-];
-
 /// Live processes whose command line contains `m`.
 fn pgrep(m: &str) -> Vec<String> {
     let out = Command::new("pgrep")
@@ -448,4 +374,155 @@ async fn with_no_daemon_to_reach_every_request_says_why() {
         .await;
     let message = init["error"]["message"].as_str().unwrap_or_default();
     assert!(message.contains("cannot reach geminid"), "{init}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_reports_progress_and_logs_at_the_level_set() {
+    let d = TestDaemon::start();
+    let ws = d.workspace.display().to_string();
+    let mut server = StdioPeer::spawn(d.gemctl(&["mcp", "serve", "--cwd", &ws, "--mode", "yolo"]));
+    let init = initialize(&mut server).await;
+    assert!(
+        init["result"]["capabilities"]["logging"].is_object(),
+        "{init}"
+    );
+    let command = "for i in 1 2 3; do echo line$i; sleep 0.3; done";
+
+    // At the default level (warning) a call that goes well logs nothing,
+    // and without a progressToken it reports no progress.
+    let (r, before) = server
+        .call(
+            "tools/call",
+            json!({"name": "run_shell_command", "arguments": {"command": command}}),
+        )
+        .await;
+    assert_ne!(r["result"]["isError"], true, "{r}");
+    assert!(before.is_empty(), "{before:?}");
+
+    let (set, _) = server
+        .call("logging/setLevel", json!({"level": "info"}))
+        .await;
+    assert_eq!(set["result"], json!({}), "{set}");
+    let (r, before) = server
+        .call(
+            "tools/call",
+            json!({"name": "run_shell_command", "arguments": {"command": command},
+                   "_meta": {"progressToken": "tok-7"}}),
+        )
+        .await;
+    assert_ne!(r["result"]["isError"], true, "{r}");
+    let progress: Vec<&Value> = before
+        .iter()
+        .filter(|m| m["method"] == "notifications/progress")
+        .collect();
+    assert!(progress.len() >= 3, "{before:?}");
+    let values: Vec<f64> = progress
+        .iter()
+        .map(|m| {
+            assert_eq!(m["params"]["progressToken"], "tok-7");
+            m["params"]["progress"].as_f64().unwrap()
+        })
+        .collect();
+    assert!(values.windows(2).all(|w| w[0] < w[1]), "{values:?}");
+    let said: String = progress
+        .iter()
+        .filter_map(|m| m["params"]["message"].as_str())
+        .collect();
+    for line in ["line1", "line2", "line3"] {
+        assert!(said.contains(line), "{said}");
+    }
+    let logs: Vec<&Value> = before
+        .iter()
+        .filter(|m| m["method"] == "notifications/message")
+        .collect();
+    let states: Vec<&str> = logs
+        .iter()
+        .map(|m| {
+            assert_eq!(m["params"]["level"], "info");
+            m["params"]["data"]["state"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(states, ["executing", "success"], "{logs:?}");
+
+    // A failure is an error-level log at any level up to error.
+    server
+        .call("logging/setLevel", json!({"level": "error"}))
+        .await;
+    let (r, before) = server
+        .call(
+            "tools/call",
+            json!({"name": "read_file", "arguments": {"absolute_path": "/etc/passwd"}}),
+        )
+        .await;
+    assert_eq!(r["result"]["isError"], true, "{r}");
+    assert_eq!(before.len(), 1, "{before:?}");
+    assert_eq!(before[0]["params"]["level"], "error");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_call_says_where_to_approve_it() {
+    let d = TestDaemon::start();
+    let ws = d.workspace.display().to_string();
+    let mut server = StdioPeer::spawn(d.gemctl(&["mcp", "serve", "--cwd", &ws]));
+    initialize(&mut server).await;
+    let target = d.workspace.join("out.txt").display().to_string();
+    server
+        .request(
+            "tools/call",
+            json!({"name": "write_file", "arguments": {"file_path": target, "content": "x"}}),
+        )
+        .await;
+    let seen = server
+        .until(|m| m["method"] == "notifications/message")
+        .await;
+    let log = &seen.last().unwrap()["params"];
+    assert_eq!(log["level"], "warning");
+    let session = log["data"]["session"].as_str().unwrap();
+    assert!(
+        log["data"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("gemctl attach {session}")),
+        "{log}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_list_pages_cover_every_tool_once() {
+    let d = TestDaemon::start();
+    let ws = d.workspace.display().to_string();
+    let mut whole = StdioPeer::spawn(d.gemctl(&["mcp", "serve", "--cwd", &ws]));
+    initialize(&mut whole).await;
+    let (all, _) = whole.call("tools/list", json!({})).await;
+    assert!(all["result"].get("nextCursor").is_none(), "{all}");
+    let mut expected: Vec<String> = all["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    expected.sort();
+    assert!(expected.len() > 6, "{expected:?}");
+
+    let mut paged = StdioPeer::spawn(d.gemctl(&["mcp", "serve", "--cwd", &ws, "--page-size", "3"]));
+    initialize(&mut paged).await;
+    let mut seen = Vec::new();
+    let mut cursor: Option<String> = None;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let (page, _) = paged.call("tools/list", params).await;
+        let tools = page["result"]["tools"].as_array().expect("tools");
+        assert!(tools.len() <= 3, "{page}");
+        seen.extend(tools.iter().map(|t| t["name"].as_str().unwrap().to_owned()));
+        match page["result"]["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_owned()),
+            None => break,
+        }
+    }
+    assert_eq!(seen, expected);
+    let (bad, _) = paged.call("tools/list", json!({"cursor": "7"})).await;
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
 }

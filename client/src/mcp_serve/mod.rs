@@ -10,6 +10,8 @@
 
 mod convert;
 mod link;
+mod notify;
+mod paging;
 mod server;
 
 use std::path::{Path, PathBuf};
@@ -42,6 +44,9 @@ pub struct ServeArgs {
     /// Deny, rather than wait for a person, whenever the new session would ask
     #[arg(long, requires = "cwd")]
     non_interactive: bool,
+    /// Tools per `tools/list` page (clients follow `nextCursor` for more)
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u16).range(1..))]
+    page_size: u16,
 }
 
 /// Serves MCP on stdin/stdout until the client closes the connection.
@@ -65,7 +70,7 @@ pub async fn run(socket: &Path, args: ServeArgs) -> Outcome {
     if let Err(e) = link.get().await {
         eprintln!("gemctl mcp serve: {}", e.message);
     }
-    let tools = DaemonTools { link };
+    let tools = DaemonTools::new(link, usize::from(args.page_size));
     let running = tools
         .serve(rmcp::transport::stdio())
         .await

@@ -1,24 +1,50 @@
 //! The MCP server: the daemon's tool registry, each call run through one
-//! daemon session's scheduler and policy.
+//! daemon session's scheduler and policy, its progress and state changes
+//! sent on as MCP notifications.
+#![allow(deprecated)] // rmcp marks MCP logging deprecated (SEP-2577); the spec still has it.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use geminid_protocol::api::GeminidApiClient;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ErrorCode, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ProgressNotificationParam, ServerCapabilities, ServerConfig, SetLevelRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
-use super::convert;
 use super::link::Link;
+use super::{convert, notify, paging};
 use crate::call_follow::CallFollow;
 
 /// Serves the daemon's tools for the link's session.
 pub struct DaemonTools {
     pub link: Arc<Link>,
+    /// Tools per `tools/list` page.
+    pub page_size: usize,
+    /// The level the client set with `logging/setLevel`.
+    pub log_level: Mutex<LoggingLevel>,
+}
+
+impl DaemonTools {
+    pub fn new(link: Arc<Link>, page_size: usize) -> Self {
+        DaemonTools {
+            link,
+            page_size,
+            log_level: Mutex::new(notify::DEFAULT_LEVEL),
+        }
+    }
+
+    fn logs_at(&self, level: LoggingLevel) -> bool {
+        let threshold = self
+            .log_level
+            .lock()
+            .map(|l| *l)
+            .unwrap_or(notify::DEFAULT_LEVEL);
+        notify::passes(level, threshold)
+    }
 }
 
 /// The daemon could not be reached (or started): every request says why.
@@ -37,19 +63,35 @@ fn daemon_error(e: jsonrpsee::core::ClientError) -> ErrorData {
 
 impl ServerHandler for DaemonTools {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(Implementation::new("geminid", env!("CARGO_PKG_VERSION")))
-            .with_instructions(
-                "The Gemini CLI tools of geminid. Calls run in one geminid session under its \
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_logging()
+                .build(),
+        )
+        .with_server_info(Implementation::new("geminid", env!("CARGO_PKG_VERSION")))
+        .with_instructions(
+            "The Gemini CLI tools of geminid. Calls run in one geminid session under its \
                  approval mode and policy; a call that needs approval waits for a person \
                  in `gemctl attach <session>` (the session id is on gemctl's stderr)."
-                    .to_owned(),
-            )
+                .to_owned(),
+        )
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        if let Ok(mut level) = self.log_level.lock() {
+            *level = request.level;
+        }
+        Ok(())
     }
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
         let (client, session_id) = self.link.get().await.map_err(unreachable)?;
@@ -57,9 +99,15 @@ impl ServerHandler for DaemonTools {
             .list_tools(Some(session_id))
             .await
             .map_err(daemon_error)?;
-        Ok(ListToolsResult::with_all_items(
-            tools.into_iter().map(convert::tool).collect(),
-        ))
+        let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
+        let (tools, next) = paging::page(tools, |t| t.name.as_str(), cursor, self.page_size)
+            .map_err(|paging::BadCursor| {
+                ErrorData::invalid_params("unknown cursor (not one this server gave)", None)
+            })?;
+        let mut result =
+            ListToolsResult::with_all_items(tools.into_iter().map(convert::tool).collect());
+        result.next_cursor = next;
+        Ok(result)
     }
 
     async fn call_tool(
@@ -72,6 +120,8 @@ impl ServerHandler for DaemonTools {
         let mut call = CallFollow::start(&client, &session_id, &request.name, args)
             .await
             .map_err(daemon_error)?;
+        let progress_token = context.meta.get_progress_token();
+        let mut progress = 0u32;
         let mut cancel_sent = false;
         loop {
             tokio::select! {
@@ -87,8 +137,23 @@ impl ServerHandler for DaemonTools {
                     let (_, snapshot) = next.map_err(|e| {
                         ErrorData::internal_error(format!("geminid: following the call: {e:?}"), None)
                     })?;
+                    if let Some((level, data)) = notify::log_entry(&session_id, &snapshot)
+                        && self.logs_at(level)
+                    {
+                        let entry = LoggingMessageNotificationParam::new(level, data)
+                            .with_logger("geminid");
+                        let _ = context.peer.notify_logging_message(entry).await;
+                    }
                     if snapshot.state.is_terminal() {
                         return Ok(convert::call_result(&snapshot).into());
+                    }
+                    if let (Some(token), Some(message)) =
+                        (&progress_token, notify::progress_message(&snapshot))
+                    {
+                        progress += 1;
+                        let mut note = ProgressNotificationParam::new(token.clone(), f64::from(progress));
+                        note.message = Some(message);
+                        let _ = context.peer.notify_progress(note).await;
                     }
                 }
             }
