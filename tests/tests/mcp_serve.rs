@@ -526,3 +526,84 @@ async fn tools_list_pages_cover_every_tool_once() {
     let (bad, _) = paged.call("tools/list", json!({"cursor": "7"})).await;
     assert_eq!(bad["error"]["code"], -32602, "{bad}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_and_history_are_resources_and_history_updates_are_sent() {
+    use geminid_tests::fake_model::{FakeModel, gemini};
+    let fake = FakeModel::scripted(vec![gemini::answer(&["Hello from the model"])]).await;
+    let d = TestDaemon::start_with_env(&[
+        ("GEMINI_API_KEY", "test-key"),
+        ("GOOGLE_GEMINI_BASE_URL", fake.base_url.as_str()),
+        ("GEMINI_MODEL", "gemini-2.5-flash"),
+    ]);
+    std::fs::write(d.workspace.join("GEMINI.md"), "Always answer in haiku.\n").unwrap();
+    let c = d.client().await;
+    let session = new_session(&c, &d.workspace).await;
+    let mut server = StdioPeer::spawn(d.gemctl(&["mcp", "serve", "--session", &session]));
+    let init = initialize(&mut server).await;
+    assert_eq!(
+        init["result"]["capabilities"]["resources"]["subscribe"], true,
+        "{init}"
+    );
+
+    let (list, _) = server.call("resources/list", json!({})).await;
+    let history = format!("geminid://session/{session}/history");
+    let uris: Vec<&str> = list["result"]["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .map(|r| r["uri"].as_str().unwrap())
+        .collect();
+    assert_eq!(uris, ["geminid://memory", history.as_str()], "{list}");
+
+    let (memory, _) = server
+        .call("resources/read", json!({"uri": "geminid://memory"}))
+        .await;
+    let text = memory["result"]["contents"][0]["text"].as_str().unwrap();
+    assert!(text.contains("Always answer in haiku."), "{memory}");
+    assert_eq!(memory["result"]["contents"][0]["mimeType"], "text/markdown");
+
+    // Another session's history, or anything else, is not offered.
+    for uri in ["geminid://session/other/history", "file:///etc/passwd"] {
+        let (r, _) = server.call("resources/read", json!({"uri": uri})).await;
+        assert_eq!(r["error"]["code"], -32002, "{r}");
+        let (r, _) = server
+            .call("resources/subscribe", json!({"uri": uri}))
+            .await;
+        assert_eq!(r["error"]["code"], -32002, "{r}");
+    }
+
+    let (sub, _) = server
+        .call("resources/subscribe", json!({"uri": history}))
+        .await;
+    assert_eq!(sub["result"], json!({}), "{sub}");
+    c.prompt(session.clone(), "say hello".into()).await.unwrap();
+    let seen = server
+        .until(|m| m["method"] == "notifications/resources/updated")
+        .await;
+    assert_eq!(seen.last().unwrap()["params"]["uri"], history.as_str());
+
+    // Once the turn has finished, the history holds both sides.
+    let mut events = c.subscribe_session(session.clone(), Some(0)).await.unwrap();
+    collect_until(&mut events, |e| {
+        matches!(
+            e.payload,
+            geminid_protocol::EventPayload::TurnFinished { .. }
+        )
+    })
+    .await;
+    let (read, _) = server.call("resources/read", json!({"uri": history})).await;
+    let text = read["result"]["contents"][0]["text"].as_str().unwrap();
+    let body: Value = serde_json::from_str(text).unwrap();
+    let all = body["contents"].to_string();
+    assert!(
+        all.contains("say hello") && all.contains("Hello from the model"),
+        "{all}"
+    );
+
+    let (unsub, _) = server
+        .call("resources/unsubscribe", json!({"uri": history}))
+        .await;
+    assert_eq!(unsub["result"], json!({}), "{unsub}");
+    assert_eq!(server.close().await, Some(0));
+}

@@ -6,13 +6,18 @@
 //!
 //! Wire types are converted in `convert.rs`; `server.rs` is the handler;
 //! `link.rs` keeps the daemon connection (started and reconnected as
-//! needed) and the session.
+//! needed) and the session; `notify.rs` makes a call's snapshots progress
+//! and log messages; `paging.rs` pages `tools/list`; `resources.rs` says
+//! what the session offers as resources and `watch.rs` follows its history
+//! for subscribers.
 
 mod convert;
 mod link;
 mod notify;
 mod paging;
+mod resources;
 mod server;
+mod watch;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -7,15 +7,19 @@ use std::sync::{Arc, Mutex};
 
 use geminid_protocol::api::GeminidApiClient;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ErrorCode, Implementation, ListToolsResult,
-    LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
-    ProgressNotificationParam, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    CallToolRequestParams, CallToolResponse, ErrorCode, Implementation, ListResourcesResult,
+    ListToolsResult, LoggingLevel, LoggingMessageNotificationParam, PaginatedRequestParams,
+    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::Value;
 
 use super::link::Link;
+use super::resources::{self, Offered};
+use super::watch::HistoryWatch;
 use super::{convert, notify, paging};
 use crate::call_follow::CallFollow;
 
@@ -26,6 +30,8 @@ pub struct DaemonTools {
     pub page_size: usize,
     /// The level the client set with `logging/setLevel`.
     pub log_level: Mutex<LoggingLevel>,
+    /// The subscription to the session's history, while one is held.
+    pub history: HistoryWatch,
 }
 
 impl DaemonTools {
@@ -34,6 +40,7 @@ impl DaemonTools {
             link,
             page_size,
             log_level: Mutex::new(notify::DEFAULT_LEVEL),
+            history: HistoryWatch::default(),
         }
     }
 
@@ -52,6 +59,13 @@ fn unreachable(failure: crate::command::Failure) -> ErrorData {
     ErrorData::internal_error(format!("geminid: {}", failure.message), None)
 }
 
+fn not_offered(uri: &str) -> ErrorData {
+    ErrorData::resource_not_found(
+        format!("no resource {uri}: resources/list says what this server offers"),
+        Some(serde_json::json!({"uri": uri})),
+    )
+}
+
 fn daemon_error(e: jsonrpsee::core::ClientError) -> ErrorData {
     match e {
         jsonrpsee::core::ClientError::Call(err) => {
@@ -65,8 +79,10 @@ impl ServerHandler for DaemonTools {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
-                .enable_tools()
                 .enable_logging()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .enable_tools()
                 .build(),
         )
         .with_server_info(Implementation::new("geminid", env!("CARGO_PKG_VERSION")))
@@ -85,6 +101,83 @@ impl ServerHandler for DaemonTools {
     ) -> Result<(), ErrorData> {
         if let Ok(mut level) = self.log_level.lock() {
             *level = request.level;
+        }
+        Ok(())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let (_, session_id) = self.link.get().await.map_err(unreachable)?;
+        Ok(ListResourcesResult::with_all_items(resources::list(
+            &session_id,
+        )))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let (client, session_id) = self.link.get().await.map_err(unreachable)?;
+        let contents = match resources::offered(&request.uri, &session_id) {
+            Some(Offered::Memory) => {
+                let memory = client
+                    .show_memory(Some(session_id), None)
+                    .await
+                    .map_err(daemon_error)?;
+                resources::memory_contents(memory.text)
+            }
+            Some(Offered::History) => {
+                let mut entries = Vec::new();
+                loop {
+                    let page = client
+                        .history(session_id.clone(), Some(entries.len() as u64), None)
+                        .await
+                        .map_err(daemon_error)?;
+                    let got = page.contents.len();
+                    entries.extend(page.contents);
+                    if got == 0 || entries.len() as u64 >= page.total {
+                        break;
+                    }
+                }
+                resources::history_contents(&session_id, entries)
+            }
+            None => return Err(not_offered(&request.uri)),
+        };
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (_, session_id) = self.link.get().await.map_err(unreachable)?;
+        match resources::offered(&request.uri, &session_id) {
+            Some(Offered::History) => {
+                self.history
+                    .start(self.link.clone(), context.peer, request.uri);
+                Ok(())
+            }
+            Some(Offered::Memory) => Err(ErrorData::invalid_params(
+                "geminid://memory sends no updates: read it again when needed",
+                None,
+            )),
+            None => Err(not_offered(&request.uri)),
+        }
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (_, session_id) = self.link.get().await.map_err(unreachable)?;
+        if resources::offered(&request.uri, &session_id) == Some(Offered::History) {
+            self.history.stop();
         }
         Ok(())
     }
