@@ -19,6 +19,7 @@ const OFFERED: &[&str] = &[
     // An unknown tool is a failing call: `isError` with the reason.
     "tools-call-error",
     "server-sse-multiple-streams",
+    "resources-list",
 ];
 
 // Left out, and why:
@@ -33,8 +34,11 @@ const OFFERED: &[&str] = &[
 //   model or a form; geminid's tools ask a person in `gemctl attach`.
 // * completion-complete, prompts-*: geminid has no prompts to offer (and
 //   so nothing to complete).
-// * resources-read-*, resources-templates-read: fixture resources
-//   (`test://static-text`, ...).
+// * resources-read-*, resources-templates-read, resources-subscribe,
+//   resources-unsubscribe: fixture resources (`test://static-text`,
+//   `test://watched-resource`, ...). A URI that is not one of the session's
+//   resources is refused with -32002 rather than subscribed to in vain;
+//   reading and subscribing to geminid's own are tested in mcp_serve.rs.
 // * dns-rebinding-protection: checks the HTTP transport's Host check,
 //   which is supergateway's; `mcp serve` speaks stdio only.
 
