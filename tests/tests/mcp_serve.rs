@@ -531,7 +531,7 @@ async fn tools_list_pages_cover_every_tool_once() {
 async fn memory_and_history_are_resources_and_history_updates_are_sent() {
     use geminid_tests::fake_model::{FakeModel, gemini};
     let fake = FakeModel::scripted(vec![gemini::answer(&["Hello from the model"])]).await;
-    let d = TestDaemon::start_with_env(&[
+    let mut d = TestDaemon::start_with_env(&[
         ("GEMINI_API_KEY", "test-key"),
         ("GOOGLE_GEMINI_BASE_URL", fake.base_url.as_str()),
         ("GEMINI_MODEL", "gemini-2.5-flash"),
@@ -600,6 +600,17 @@ async fn memory_and_history_are_resources_and_history_updates_are_sent() {
         all.contains("say hello") && all.contains("Hello from the model"),
         "{all}"
     );
+
+    // After a daemon restart the subscription follows the session again,
+    // and says the history may have changed meanwhile.
+    drop(events);
+    drop(c);
+    d.terminate();
+    d.spawn();
+    let seen = server
+        .until(|m| m["method"] == "notifications/resources/updated")
+        .await;
+    assert_eq!(seen.last().unwrap()["params"]["uri"], history.as_str());
 
     let (unsub, _) = server
         .call("resources/unsubscribe", json!({"uri": history}))

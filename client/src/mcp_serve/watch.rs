@@ -62,6 +62,7 @@ impl Drop for HistoryWatch {
 }
 
 async fn follow(link: Arc<Link>, peer: Peer<RoleServer>, uri: String) {
+    let mut again = false;
     loop {
         if let Ok((client, session_id)) = link.get().await
             && let Ok(info) = client.get_session(session_id.clone()).await
@@ -69,16 +70,24 @@ async fn follow(link: Arc<Link>, peer: Peer<RoleServer>, uri: String) {
                 .subscribe_session(session_id, Some(info.last_seq))
                 .await
         {
+            // What happened while the daemon was away is not known: the
+            // history may have changed (a recovered turn).
+            if again && !updated(&peer, &uri).await {
+                return;
+            }
+            again = true;
             while let Some(Ok(event)) = events.next().await {
-                if changes_history(&event.payload) {
-                    let update = ResourceUpdatedNotificationParam::new(uri.clone());
-                    if peer.notify_resource_updated(update).await.is_err() {
-                        // The MCP client is gone.
-                        return;
-                    }
+                if changes_history(&event.payload) && !updated(&peer, &uri).await {
+                    return;
                 }
             }
         }
         tokio::time::sleep(RETRY).await;
     }
+}
+
+/// Tells the client `uri` changed; false when the client is gone.
+async fn updated(peer: &Peer<RoleServer>, uri: &str) -> bool {
+    let update = ResourceUpdatedNotificationParam::new(uri.to_owned());
+    peer.notify_resource_updated(update).await.is_ok()
 }
