@@ -40,7 +40,8 @@ const OFFERED: &[&str] = &[
 //   resources is refused with -32002 rather than subscribed to in vain;
 //   reading and subscribing to geminid's own are tested in mcp_serve.rs.
 // * dns-rebinding-protection: checks the HTTP transport's Host check,
-//   which is supergateway's; `mcp serve` speaks stdio only.
+//   which is supergateway's; `mcp serve` speaks stdio only (a TCP port
+//   would let other local users in, which the daemon's socket refuses).
 
 /// supergateway bridging `gemctl mcp serve` to streamable HTTP; SIGINT on drop.
 struct Gateway(Child);
