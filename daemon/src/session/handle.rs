@@ -118,6 +118,28 @@ pub(super) enum Command {
     Compress {
         reply: oneshot::Sender<Result<Option<crate::agent::Compressed>, SessionError>>,
     },
+    /// The session's checkpoints.
+    Checkpoints {
+        reply: oneshot::Sender<Result<Vec<crate::checkpoints::Checkpoint>, SessionError>>,
+    },
+    /// Restore a checkpoint (`session.restore`).
+    Restore {
+        checkpoint: String,
+        force: bool,
+        reply: oneshot::Sender<Result<super::undo::Restored, SessionError>>,
+    },
+    /// What a fork of this session starts from.
+    ForkPoint {
+        at_turn: Option<String>,
+        reply: oneshot::Sender<Result<super::undo::ForkPoint, SessionError>>,
+    },
+    /// Seed a fresh fork with its source's conversation.
+    SeedFork {
+        from: String,
+        at_turn: Option<String>,
+        point: super::undo::ForkPoint,
+        reply: oneshot::Sender<()>,
+    },
     /// Record a daemon-wide notice (a policy problem) in the session.
     Announce {
         payload: geminid_protocol::event::EventPayload,
@@ -258,6 +280,48 @@ impl SessionHandle {
     /// nothing old enough to summarize.
     pub async fn compress(&self) -> Result<Option<crate::agent::Compressed>, SessionError> {
         self.ask(|reply| Command::Compress { reply }).await?
+    }
+
+    pub async fn checkpoints(
+        &self,
+    ) -> Result<Vec<crate::checkpoints::Checkpoint>, SessionError> {
+        self.ask(|reply| Command::Checkpoints { reply }).await?
+    }
+
+    pub async fn restore(
+        &self,
+        checkpoint: String,
+        force: bool,
+    ) -> Result<super::undo::Restored, SessionError> {
+        self.ask(|reply| Command::Restore {
+            checkpoint,
+            force,
+            reply,
+        })
+        .await?
+    }
+
+    pub(super) async fn fork_point(
+        &self,
+        at_turn: Option<String>,
+    ) -> Result<super::undo::ForkPoint, SessionError> {
+        self.ask(|reply| Command::ForkPoint { at_turn, reply })
+            .await?
+    }
+
+    pub(super) async fn seed_fork(
+        &self,
+        from: String,
+        at_turn: Option<String>,
+        point: super::undo::ForkPoint,
+    ) -> Result<(), SessionError> {
+        self.ask(|reply| Command::SeedFork {
+            from,
+            at_turn,
+            point,
+            reply,
+        })
+        .await
     }
 
     pub async fn stop(&self, reason: &str) -> Result<(), SessionError> {

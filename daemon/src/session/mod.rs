@@ -12,10 +12,12 @@ mod driver;
 mod handle;
 mod manager;
 mod prompts;
+mod undo;
 
 pub use actor::ActorDeps;
 pub use handle::{FinalCall, PolicyCheck, SessionHandle, Subscription};
 pub use manager::{NewSession, SessionManager};
+pub use undo::{Conflict, Restored};
 
 use crate::store::StoreError;
 
@@ -46,4 +48,20 @@ pub enum SessionError {
     CompressionFailed(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("{0}")]
+    Checkpoints(String),
+    #[error("{}", conflict_message(.0))]
+    RestoreConflict(Vec<undo::Conflict>),
+}
+
+/// Names each file a restore would overwrite, with its diff.
+fn conflict_message(conflicts: &[undo::Conflict]) -> String {
+    let mut out = format!(
+        "not restored: {} file(s) changed on disk since this session's last edit of them; pass force to overwrite them",
+        conflicts.len()
+    );
+    for conflict in conflicts {
+        out.push_str(&format!("\n{}:\n{}", conflict.path.display(), conflict.diff));
+    }
+    out
 }
