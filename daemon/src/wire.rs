@@ -472,7 +472,7 @@ pub fn checkpoint_list(
 }
 
 /// `session.restore`'s answer.
-pub fn restore_result(done: &crate::session::Restored) -> proto::undo::RestoreResult {
+pub fn restore_result(done: &crate::checkpoints::Restored) -> proto::undo::RestoreResult {
     let names = |paths: &[std::path::PathBuf]| -> Vec<String> {
         paths.iter().map(|p| p.display().to_string()).collect()
     };
@@ -487,7 +487,7 @@ pub fn restore_result(done: &crate::session::Restored) -> proto::undo::RestoreRe
 
 /// The files a refused restore names, with their diffs.
 pub fn restore_conflicts(
-    conflicts: &[crate::session::Conflict],
+    conflicts: &[crate::checkpoints::Conflict],
 ) -> Vec<proto::undo::RestoreConflict> {
     conflicts
         .iter()

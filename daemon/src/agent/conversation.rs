@@ -43,7 +43,9 @@ impl Conversation {
 
     /// Whether stored entry `index` was taken back by a rewind.
     fn is_cut(&self, index: u64) -> bool {
-        self.cuts.iter().any(|(from, to)| (*from..*to).contains(&index))
+        self.cuts
+            .iter()
+            .any(|(from, to)| (*from..*to).contains(&index))
     }
 
     /// The history as it goes on: every stored entry outside the cuts.

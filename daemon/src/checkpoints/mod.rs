@@ -15,6 +15,7 @@
 //!
 //! IO edge; `record.rs` and `plan.rs` are pure.
 
+mod outcome;
 pub mod plan;
 pub mod record;
 
@@ -23,6 +24,7 @@ use std::io::{ErrorKind, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+pub use outcome::{Conflict, Restored};
 pub use plan::{Checkpoint, FileAction, FilePlan, RestorePlan, TurnStart};
 pub use record::{CallRecord, FileAfter, FileBefore};
 
@@ -95,7 +97,9 @@ impl CheckpointStore {
             time: crate::now_ms(),
             files,
         };
-        let bytes = record.encode().map_err(|e| CheckpointError(e.to_string()))?;
+        let bytes = record
+            .encode()
+            .map_err(|e| CheckpointError(e.to_string()))?;
         let dir = self.calls_dir(session);
         std::fs::create_dir_all(&dir).map_err(io(&dir))?;
         write_whole(&self.record_path(session, seq), &bytes)
@@ -192,7 +196,11 @@ impl CheckpointStore {
         full: bool,
     ) -> Result<Vec<CallRecord>, CheckpointError> {
         let mut out = Vec::new();
-        for seq in self.record_seqs(session)?.into_iter().filter(|s| *s >= from_seq) {
+        for seq in self
+            .record_seqs(session)?
+            .into_iter()
+            .filter(|s| *s >= from_seq)
+        {
             let path = self.record_path(session, seq);
             let data = std::fs::read(&path).map_err(io(&path))?;
             let decoded = if full {

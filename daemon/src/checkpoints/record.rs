@@ -91,7 +91,12 @@ impl CallRecord {
             files,
         };
         let json = serde_json::to_vec(&header).map_err(|e| BadRecord(e.to_string()))?;
-        let body: usize = self.files.iter().filter_map(|f| f.bytes.as_ref()).map(Vec::len).sum();
+        let body: usize = self
+            .files
+            .iter()
+            .filter_map(|f| f.bytes.as_ref())
+            .map(Vec::len)
+            .sum();
         let mut out = Vec::with_capacity(MAGIC.len() + json.len() + 1 + body);
         out.extend_from_slice(MAGIC);
         out.extend_from_slice(&json);
@@ -164,8 +169,8 @@ fn split_header(data: &[u8]) -> Result<(Header, &[u8]), BadRecord> {
     let rest = data
         .strip_prefix(MAGIC)
         .ok_or_else(|| BadRecord("not a checkpoint record".to_owned()))?;
-    let end = memchr::memchr(b'\n', rest)
-        .ok_or_else(|| BadRecord("header is cut short".to_owned()))?;
+    let end =
+        memchr::memchr(b'\n', rest).ok_or_else(|| BadRecord("header is cut short".to_owned()))?;
     let header: Header =
         serde_json::from_slice(&rest[..end]).map_err(|e| BadRecord(e.to_string()))?;
     Ok((header, &rest[end + 1..]))

@@ -25,7 +25,8 @@ impl From<SessionError> for ErrorObjectOwned {
             SessionError::CompressionFailed(_) => code::COMPRESSION_FAILED,
             SessionError::Checkpoints(_) => code::INTERNAL_ERROR,
             SessionError::RestoreConflict(conflicts) => {
-                let data = serde_json::json!({ "conflicts": crate::wire::restore_conflicts(conflicts) });
+                let data =
+                    serde_json::json!({ "conflicts": crate::wire::restore_conflicts(conflicts) });
                 return ErrorObjectOwned::owned(
                     code::RESTORE_CONFLICT,
                     error.to_string(),

@@ -419,7 +419,13 @@ impl GeminidApiServer for RpcHandler {
         checkpoint: String,
         force: Option<bool>,
     ) -> RpcResult<geminid_protocol::undo::RestoreResult> {
-        undo::restore(&self.daemon, &session_id, checkpoint, force.unwrap_or(false)).await
+        undo::restore(
+            &self.daemon,
+            &session_id,
+            checkpoint,
+            force.unwrap_or(false),
+        )
+        .await
     }
 
     async fn fork(

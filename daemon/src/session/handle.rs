@@ -126,18 +126,18 @@ pub(super) enum Command {
     Restore {
         checkpoint: String,
         force: bool,
-        reply: oneshot::Sender<Result<super::undo::Restored, SessionError>>,
+        reply: oneshot::Sender<Result<crate::checkpoints::Restored, SessionError>>,
     },
     /// What a fork of this session starts from.
     ForkPoint {
         at_turn: Option<String>,
-        reply: oneshot::Sender<Result<super::undo::ForkPoint, SessionError>>,
+        reply: oneshot::Sender<Result<ForkPoint, SessionError>>,
     },
     /// Seed a fresh fork with its source's conversation.
     SeedFork {
         from: String,
         at_turn: Option<String>,
-        point: super::undo::ForkPoint,
+        point: ForkPoint,
         reply: oneshot::Sender<()>,
     },
     /// Record a daemon-wide notice (a policy problem) in the session.
@@ -282,9 +282,7 @@ impl SessionHandle {
         self.ask(|reply| Command::Compress { reply }).await?
     }
 
-    pub async fn checkpoints(
-        &self,
-    ) -> Result<Vec<crate::checkpoints::Checkpoint>, SessionError> {
+    pub async fn checkpoints(&self) -> Result<Vec<crate::checkpoints::Checkpoint>, SessionError> {
         self.ask(|reply| Command::Checkpoints { reply }).await?
     }
 
@@ -292,7 +290,7 @@ impl SessionHandle {
         &self,
         checkpoint: String,
         force: bool,
-    ) -> Result<super::undo::Restored, SessionError> {
+    ) -> Result<crate::checkpoints::Restored, SessionError> {
         self.ask(|reply| Command::Restore {
             checkpoint,
             force,
@@ -304,7 +302,7 @@ impl SessionHandle {
     pub(super) async fn fork_point(
         &self,
         at_turn: Option<String>,
-    ) -> Result<super::undo::ForkPoint, SessionError> {
+    ) -> Result<ForkPoint, SessionError> {
         self.ask(|reply| Command::ForkPoint { at_turn, reply })
             .await?
     }
@@ -313,7 +311,7 @@ impl SessionHandle {
         &self,
         from: String,
         at_turn: Option<String>,
-        point: super::undo::ForkPoint,
+        point: ForkPoint,
     ) -> Result<(), SessionError> {
         self.ask(|reply| Command::SeedFork {
             from,
@@ -338,4 +336,11 @@ impl SessionHandle {
     pub fn is_stopped(&self) -> bool {
         self.commands.is_closed()
     }
+}
+
+/// What a fork starts from.
+pub struct ForkPoint {
+    pub record: SessionRecord,
+    pub history: Vec<crate::model::Content>,
+    pub compression: Option<crate::model::CompressedPrefix>,
 }

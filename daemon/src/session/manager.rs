@@ -134,7 +134,10 @@ impl SessionManager {
                 // The source's root was accepted when it was created.
                 force: true,
                 origin: origin.or_else(|| from.origin.clone()),
-                sandbox: from.sandbox.as_deref().and_then(crate::sandbox::Mode::parse),
+                sandbox: from
+                    .sandbox
+                    .as_deref()
+                    .and_then(crate::sandbox::Mode::parse),
                 model: from.model.clone(),
             })
             .await?;

@@ -17,7 +17,6 @@ mod undo;
 pub use actor::ActorDeps;
 pub use handle::{FinalCall, PolicyCheck, SessionHandle, Subscription};
 pub use manager::{NewSession, SessionManager};
-pub use undo::{Conflict, Restored};
 
 use crate::store::StoreError;
 
@@ -51,17 +50,21 @@ pub enum SessionError {
     #[error("{0}")]
     Checkpoints(String),
     #[error("{}", conflict_message(.0))]
-    RestoreConflict(Vec<undo::Conflict>),
+    RestoreConflict(Vec<crate::checkpoints::Conflict>),
 }
 
 /// Names each file a restore would overwrite, with its diff.
-fn conflict_message(conflicts: &[undo::Conflict]) -> String {
+fn conflict_message(conflicts: &[crate::checkpoints::Conflict]) -> String {
     let mut out = format!(
         "not restored: {} file(s) changed on disk since this session's last edit of them; pass force to overwrite them",
         conflicts.len()
     );
     for conflict in conflicts {
-        out.push_str(&format!("\n{}:\n{}", conflict.path.display(), conflict.diff));
+        out.push_str(&format!(
+            "\n{}:\n{}",
+            conflict.path.display(),
+            conflict.diff
+        ));
     }
     out
 }

@@ -11,10 +11,11 @@ use geminid_protocol::event::EventPayload;
 
 use super::SessionError;
 use super::actor::Actor;
+use super::handle::ForkPoint;
 use crate::checkpoints::{
-    Checkpoint, CheckpointError, CheckpointStore, FileAction, FilePlan, read_current,
+    Checkpoint, CheckpointError, CheckpointStore, Conflict, FileAction, FilePlan, Restored,
+    read_current,
 };
-use crate::model::{CompressedPrefix, Content};
 use crate::tools::ToolInvocation;
 
 /// A checkpoint to take around one edit call: `before` runs first and
@@ -42,36 +43,15 @@ impl PendingCheckpoint {
     }
 
     pub(super) fn after(&self) {
-        if let Err(e) = self.store.record_after(&self.session, self.seq, &self.paths) {
+        if let Err(e) = self
+            .store
+            .record_after(&self.session, self.seq, &self.paths)
+        {
             // Without it a restore takes these files for changed by
             // someone else, and asks: stricter, never looser.
             tracing::warn!(session = %self.session, call = %self.call_id, error = %e, "could not note what an edit left");
         }
     }
-}
-
-/// What a restore did.
-pub struct Restored {
-    pub checkpoint: String,
-    pub restored: Vec<PathBuf>,
-    pub removed: Vec<PathBuf>,
-    pub unchanged: Vec<PathBuf>,
-    pub rewound_entries: u64,
-}
-
-/// A file a restore would overwrite though someone changed it since.
-#[derive(Debug, Clone)]
-pub struct Conflict {
-    pub path: PathBuf,
-    /// From what is on disk now to what the restore would write.
-    pub diff: String,
-}
-
-/// What a fork starts from.
-pub struct ForkPoint {
-    pub record: crate::store::SessionRecord,
-    pub history: Vec<Content>,
-    pub compression: Option<CompressedPrefix>,
 }
 
 impl Actor {
