@@ -262,3 +262,79 @@ async fn a_fork_continues_independently() {
     let info = c.get_session(empty.session_id.clone()).await.unwrap();
     assert_eq!(Path::new(&info.cwd), ws.as_path());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_clients_own_edit_is_a_checkpoint_and_deleted_files_are_reported() {
+    let (d, _fake) = daemon_with(Vec::new()).await;
+    let ws = d.workspace.clone();
+    let kept = ws.join("kept.txt");
+    std::fs::write(&kept, "line one\r\nline two\r\n").unwrap();
+    let c = d.client().await;
+    let session = yolo_session(&c, &ws).await;
+    let made = ws.join("made.txt");
+    let first = call_and_wait(
+        &c,
+        &session,
+        "write_file",
+        json!({"file_path": made.display().to_string(), "content": "made\n"}),
+    )
+    .await;
+    call_and_wait(
+        &c,
+        &session,
+        "replace",
+        json!({"file_path": kept.display().to_string(), "old_string": "line two", "new_string": "line 2"}),
+    )
+    .await;
+    // A read is no checkpoint.
+    call_and_wait(
+        &c,
+        &session,
+        "read_file",
+        json!({"absolute_path": kept.display().to_string()}),
+    )
+    .await;
+    let list = c.checkpoints(session.clone()).await.unwrap().checkpoints;
+    let ids: Vec<&str> = list.iter().map(|c| c.checkpoint.as_str()).collect();
+    assert_eq!(ids.len(), 2, "{list:?}");
+    assert_eq!(ids[0], first.call_id, "{list:?}");
+    assert!(list.iter().all(|c| c.turn_id.is_none()));
+
+    // Someone deletes both files: the created one is already as the
+    // checkpoint had it; the edited one is a change made since.
+    std::fs::remove_file(&made).unwrap();
+    std::fs::remove_file(&kept).unwrap();
+    let refused = c
+        .restore(session.clone(), first.call_id.clone(), None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("is gone now"), "{refused}");
+    assert!(refused.contains(&kept.display().to_string()), "{refused}");
+    assert!(!kept.exists());
+
+    let done = c
+        .restore(session.clone(), first.call_id.clone(), Some(true))
+        .await
+        .unwrap();
+    assert_eq!(done.unchanged, vec![made.display().to_string()]);
+    assert_eq!(done.restored, vec![kept.display().to_string()]);
+    assert_eq!(done.rewound_entries, 0);
+    assert_eq!(std::fs::read(&kept).unwrap(), b"line one\r\nline two\r\n");
+    assert!(!made.exists());
+    assert!(
+        c.checkpoints(session.clone())
+            .await
+            .unwrap()
+            .checkpoints
+            .is_empty()
+    );
+
+    // An unknown checkpoint names the ones there are.
+    let unknown = c
+        .restore(session.clone(), "turn-999".into(), None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(unknown.contains("has none"), "{unknown}");
+}

@@ -389,7 +389,7 @@ impl Actor {
                 point,
                 reply,
             } => {
-                self.seed_fork(from, at_turn, point);
+                self.seed_fork(from, at_turn, *point);
                 self.after_commit(move || {
                     let _ = reply.send(());
                 });

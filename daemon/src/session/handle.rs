@@ -137,7 +137,7 @@ pub(super) enum Command {
     SeedFork {
         from: String,
         at_turn: Option<String>,
-        point: ForkPoint,
+        point: Box<ForkPoint>,
         reply: oneshot::Sender<()>,
     },
     /// Record a daemon-wide notice (a policy problem) in the session.
@@ -316,7 +316,7 @@ impl SessionHandle {
         self.ask(|reply| Command::SeedFork {
             from,
             at_turn,
-            point,
+            point: Box::new(point),
             reply,
         })
         .await
