@@ -338,3 +338,48 @@ async fn a_clients_own_edit_is_a_checkpoint_and_deleted_files_are_reported() {
         .to_string();
     assert!(unknown.contains("has none"), "{unknown}");
 }
+
+/// `/rewind` and `/undo` in `gemctl chat`, in a real terminal (tmux).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_lists_checkpoints_and_undoes_the_last_turn() {
+    let (d, _fake) = daemon_with(vec![
+        gemini::call_reply(&[(
+            "write_file",
+            json!({"file_path": "{WS}/hello.txt", "content": "hi\n"}),
+        )]),
+        gemini::answer(&["Wrote hello.txt."]),
+    ])
+    .await;
+    let ws = d.workspace.clone();
+    let c = d.client().await;
+    let session = yolo_session(&c, &ws).await;
+    let tmux = geminid_tests::tmux::Tmux::new(d.dir.path());
+    let home = d.home();
+    tmux.start(
+        "a",
+        &format!(
+            "cd '{ws}' && env HOME='{home}' XDG_STATE_HOME='{home}/state' TERM=tmux-256color '{bin}' --socket '{socket}' chat --session {session}",
+            ws = ws.display(),
+            home = home.display(),
+            bin = gemctl_bin().display(),
+            socket = d.socket.display(),
+        ),
+    );
+    tmux.wait_for("a", "gemctl chat session").await;
+    tmux.line("a", "write hello");
+    tmux.wait_for("a", "Wrote hello.txt.").await;
+    assert_eq!(
+        std::fs::read_to_string(ws.join("hello.txt")).unwrap(),
+        "hi\n"
+    );
+    tmux.line("a", "/rewind");
+    tmux.wait_for("a", "/rewind <checkpoint> goes back to one")
+        .await;
+    tmux.line("a", "/undo");
+    tmux.wait_for("a", "conversation goes on from before it")
+        .await;
+    assert!(!ws.join("hello.txt").exists());
+    tmux.line("a", "/undo");
+    tmux.wait_for("a", "nothing to undo").await;
+    tmux.line("a", "/quit");
+}
