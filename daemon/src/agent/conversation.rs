@@ -128,3 +128,19 @@ pub enum AppendError {
     #[error("history unreadable: {0}")]
     Store(StoreError),
 }
+
+#[cfg(test)]
+mod tests {
+    use super::Conversation;
+
+    #[test]
+    fn cuts_take_entries_out_of_what_goes_on_even_when_they_overlap() {
+        // A rewind of [2, 4), later one of [3, 6) reaching back further.
+        let conversation = Conversation::with_cuts(vec![(2, 4), (3, 6)]);
+        assert_eq!(conversation.visible_before(2), 2);
+        assert_eq!(conversation.visible_before(5), 2);
+        assert_eq!(conversation.visible_before(8), 4);
+        assert!(conversation.is_cut(5) && !conversation.is_cut(6));
+        assert_eq!(Conversation::default().visible_before(3), 3);
+    }
+}
