@@ -79,6 +79,11 @@ impl DaemonConfig {
         self.data_dir.join("shell-output")
     }
 
+    /// Where edit calls' checkpoints are kept, one directory per session.
+    pub fn checkpoints_dir(&self) -> PathBuf {
+        self.data_dir.join("checkpoints")
+    }
+
     /// Where policy comes from, for this configuration.
     pub fn policy_sources(&self) -> crate::policy::PolicySources {
         crate::policy::PolicySources {

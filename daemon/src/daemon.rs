@@ -117,6 +117,9 @@ impl Daemon {
             guard: guard.clone(),
             user_settings: config.user_gemini_dir.join("settings.json"),
             shell_output: config.shell_output_dir(),
+            checkpoints: Arc::new(crate::checkpoints::CheckpointStore::new(
+                config.checkpoints_dir(),
+            )),
             discovery: discovery.clone(),
             sandbox_places: Arc::new(sandbox_places(&crate::safety::DaemonPaths::of(&config))),
         });

@@ -5,6 +5,7 @@
 //! ARCHITECTURE.md for the map.
 
 pub mod agent;
+pub mod checkpoints;
 pub mod child_env;
 pub mod cli;
 pub mod config;

@@ -452,3 +452,48 @@ pub fn sandbox_check(c: &crate::sandbox::SandboxCheck) -> proto::session::Sandbo
             .collect(),
     }
 }
+
+/// `session.checkpoints`' entries.
+pub fn checkpoint_list(
+    checkpoints: &[crate::checkpoints::Checkpoint],
+) -> proto::undo::CheckpointList {
+    proto::undo::CheckpointList {
+        checkpoints: checkpoints
+            .iter()
+            .map(|c| proto::undo::CheckpointInfo {
+                checkpoint: c.id.clone(),
+                turn_id: c.turn_id.clone(),
+                calls: c.calls.clone(),
+                files: c.files.iter().map(|p| p.display().to_string()).collect(),
+                time: c.time,
+            })
+            .collect(),
+    }
+}
+
+/// `session.restore`'s answer.
+pub fn restore_result(done: &crate::checkpoints::Restored) -> proto::undo::RestoreResult {
+    let names = |paths: &[std::path::PathBuf]| -> Vec<String> {
+        paths.iter().map(|p| p.display().to_string()).collect()
+    };
+    proto::undo::RestoreResult {
+        checkpoint: done.checkpoint.clone(),
+        restored: names(&done.restored),
+        removed: names(&done.removed),
+        unchanged: names(&done.unchanged),
+        rewound_entries: done.rewound_entries,
+    }
+}
+
+/// The files a refused restore names, with their diffs.
+pub fn restore_conflicts(
+    conflicts: &[crate::checkpoints::Conflict],
+) -> Vec<proto::undo::RestoreConflict> {
+    conflicts
+        .iter()
+        .map(|c| proto::undo::RestoreConflict {
+            path: c.path.display().to_string(),
+            diff: c.diff.clone(),
+        })
+        .collect()
+}

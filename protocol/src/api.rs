@@ -312,4 +312,39 @@ pub trait GeminidApi {
         &self,
         #[argument(rename = "sessionId")] session_id: Option<String>,
     ) -> RpcResult<CommandDiscoveryInfo>;
+
+    /// `session.checkpoints {sessionId}`: the points the session can go
+    /// back to, oldest first. Each edit call (kind edit, delete or move)
+    /// records the prior bytes of the files it touches before it runs.
+    #[method(name = "session.checkpoints", param_kind = map)]
+    async fn checkpoints(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+    ) -> RpcResult<crate::undo::CheckpointList>;
+
+    /// `session.restore {sessionId, checkpoint, force?}`: puts every file
+    /// the edits from `checkpoint` on touched back to its bytes before
+    /// them, and rewinds the conversation to the start of that turn (a
+    /// `checkpointRestored` event tells every subscriber). A file changed
+    /// on disk since the session's last edit of it makes the restore
+    /// refuse (error -32043, nothing written) unless `force`. Between
+    /// turns only (-32041 otherwise).
+    #[method(name = "session.restore", param_kind = map)]
+    async fn restore(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+        checkpoint: String,
+        force: Option<bool>,
+    ) -> RpcResult<crate::undo::RestoreResult>;
+
+    /// `session.fork {sessionId, atTurn?}`: a new session in the same
+    /// workspace, mode and model whose conversation is the source's up to
+    /// the start of turn `atTurn` (default: all of it). The two go on
+    /// independently; files are shared (they are the workspace's).
+    #[method(name = "session.fork", param_kind = map, with_extensions)]
+    async fn fork(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+        #[argument(rename = "atTurn")] at_turn: Option<String>,
+    ) -> RpcResult<SessionInfo>;
 }

@@ -49,3 +49,7 @@ pub const STORE_ERROR: i32 = -32030;
 /// `mcp.probe` could not connect to the server, list its tools or call
 /// the tool; the message says which and why.
 pub const MCP_PROBE_FAILED: i32 = -32050;
+/// `session.restore` would overwrite files changed on disk since the
+/// session's last edit of them; `data.conflicts` names each with a diff.
+/// Pass `force` to overwrite them.
+pub const RESTORE_CONFLICT: i32 = -32043;

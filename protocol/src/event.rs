@@ -129,6 +129,25 @@ pub enum EventPayload {
         status: String,
         message: Option<String>,
     },
+    /// A client restored a checkpoint (`session.restore`): the files it
+    /// names are back as they were, and the conversation sent to the model
+    /// goes on from before that turn (`rewoundEntries` entries taken back).
+    #[serde(rename_all = "camelCase")]
+    CheckpointRestored {
+        checkpoint: String,
+        restored: Vec<String>,
+        removed: Vec<String>,
+        rewound_entries: u64,
+        /// Files changed by someone else were overwritten (`force`).
+        forced: bool,
+    },
+    /// This session was forked from another (`session.fork`).
+    #[serde(rename_all = "camelCase")]
+    SessionForked {
+        from_session: String,
+        at_turn: Option<String>,
+        history_entries: u64,
+    },
 }
 
 /// The final notification of a subscription the daemon ends itself (the

@@ -21,6 +21,7 @@ pub mod policy;
 pub mod session;
 pub mod tool;
 pub mod turn;
+pub mod undo;
 
 pub use api::{GeminidApiClient, GeminidApiServer};
 pub use event::{EventPayload, SessionEvent};

@@ -1,5 +1,6 @@
 //! Slash commands: `/mode`, `/memory show`, `/tools`, `/mcp`,
-//! `/sessions`, `/model`, `/compress`, `/stats`, `/quit`, `/help`.
+//! `/sessions`, `/model`, `/compress`, `/stats`, `/undo`, `/rewind`,
+//! `/quit`, `/help`.
 
 use geminid_protocol::api::GeminidApiClient;
 use geminid_protocol::session::ApprovalMode;
@@ -22,6 +23,16 @@ pub enum Command {
     Model(Option<String>),
     Quit,
     Help,
+    /// `/undo [force]`: take back the last turn with edits.
+    Undo {
+        force: bool,
+    },
+    /// `/rewind` lists the checkpoints; `/rewind <checkpoint> [force]`
+    /// goes back to one.
+    Rewind {
+        checkpoint: Option<String>,
+        force: bool,
+    },
 }
 
 pub const HELP: &str = "\
@@ -33,6 +44,8 @@ pub const HELP: &str = "\
 /model [name|default]          show or set the session's model
 /compress                      replace the older history sent to the model by a summary
 /stats                         tokens used and how full the context window is
+/undo [force]                  take back the last turn's edits and rewind the conversation before it
+/rewind [checkpoint] [force]   list the checkpoints, or go back to one (its edits and all later ones)
 /quit                          leave (also Ctrl-D, or Ctrl-C twice when idle)
 /help                          this list
 Anything else is a prompt; prompts typed while a turn runs are queued.
@@ -59,6 +72,16 @@ pub fn parse(line: &str) -> Option<Result<Command, String>> {
         ("stats", None, _) => Ok(Command::Stats),
         ("quit" | "exit" | "q", None, _) => Ok(Command::Quit),
         ("help" | "?", _, _) => Ok(Command::Help),
+        ("undo", None, _) => Ok(Command::Undo { force: false }),
+        ("undo", Some("force"), None) => Ok(Command::Undo { force: true }),
+        ("rewind", None, _) => Ok(Command::Rewind {
+            checkpoint: None,
+            force: false,
+        }),
+        ("rewind", Some(checkpoint), None | Some("force")) => Ok(Command::Rewind {
+            checkpoint: Some(checkpoint.to_owned()),
+            force: extra.is_some(),
+        }),
         _ => Err(format!("unknown command {line} (try /help)")),
     };
     Some(command)
@@ -172,6 +195,32 @@ pub async fn run(
                 .collect::<Vec<_>>()
                 .join("\n")
         }),
+        Command::Undo { force } => match client.checkpoints(session_id.to_owned()).await {
+            Ok(list) => match list.checkpoints.last() {
+                Some(last) => restore(client, session_id, &last.checkpoint, *force).await,
+                None => Ok("nothing to undo: no edits since the last restore".to_owned()),
+            },
+            Err(e) => Err(e),
+        },
+        Command::Rewind {
+            checkpoint: Some(checkpoint),
+            force,
+        } => restore(client, session_id, checkpoint, *force).await,
+        Command::Rewind {
+            checkpoint: None, ..
+        } => client.checkpoints(session_id.to_owned()).await.map(|list| {
+            if list.checkpoints.is_empty() {
+                return "no checkpoints: no edits to take back".to_owned();
+            }
+            let mut out = list
+                .checkpoints
+                .iter()
+                .map(|c| format!("{} {}", s.cyan(&c.checkpoint), c.files.join(", ")))
+                .collect::<Vec<_>>()
+                .join("\n");
+            out.push_str(&s.dim("\n/rewind <checkpoint> goes back to one"));
+            out
+        }),
         Command::Sessions => client.list_sessions().await.map(|sessions| {
             sessions
                 .iter()
@@ -200,6 +249,24 @@ pub async fn run(
     }
 }
 
+/// Restores `checkpoint`; the `checkpointRestored` event tells the rest.
+async fn restore(
+    client: &Client,
+    session_id: &str,
+    checkpoint: &str,
+    force: bool,
+) -> Result<String, jsonrpsee::core::ClientError> {
+    client
+        .restore(session_id.to_owned(), checkpoint.to_owned(), Some(force))
+        .await
+        .map(|done| {
+            let mut lines: Vec<String> = Vec::new();
+            lines.extend(done.restored.iter().map(|p| format!("put back {p}")));
+            lines.extend(done.removed.iter().map(|p| format!("removed {p}")));
+            lines.join("\n")
+        })
+}
+
 fn tree(out: &mut String, node: &geminid_protocol::turn::ImportNode, depth: usize, s: Style) {
     out.push_str(&format!("{}{}\n", "  ".repeat(depth), s.cyan(&node.path)));
     for child in &node.imports {
@@ -223,5 +290,18 @@ mod tests {
         assert_eq!(parse("/quit"), Some(Ok(Command::Quit)));
         assert!(matches!(parse("/mode fast"), Some(Err(e)) if e.contains("unknown approval mode")));
         assert!(matches!(parse("/frobnicate"), Some(Err(e)) if e.contains("/help")));
+        assert_eq!(parse("/undo"), Some(Ok(Command::Undo { force: false })));
+        assert_eq!(
+            parse("/undo force"),
+            Some(Ok(Command::Undo { force: true }))
+        );
+        assert_eq!(
+            parse("/rewind turn-4 force"),
+            Some(Ok(Command::Rewind {
+                checkpoint: Some("turn-4".into()),
+                force: true
+            }))
+        );
+        assert!(matches!(parse("/rewind turn-4 please"), Some(Err(_))));
     }
 }

@@ -531,6 +531,32 @@ impl Chat<'_> {
                 self.view
                     .print(&s.dim(&format!("mcp server {server}: {status}{message}")));
             }
+            EventPayload::CheckpointRestored {
+                checkpoint,
+                restored,
+                removed,
+                rewound_entries,
+                forced,
+            } => {
+                self.view.print(&s.magenta(&format!(
+                    "checkpoint {checkpoint} restored{}: {} file(s) put back, {} removed; the conversation goes on from before it ({rewound_entries} entries taken back)",
+                    if *forced { " (forced)" } else { "" },
+                    restored.len(),
+                    removed.len()
+                )));
+            }
+            EventPayload::SessionForked {
+                from_session,
+                at_turn,
+                ..
+            } => {
+                let at = at_turn
+                    .as_deref()
+                    .map(|t| format!(" at {t}"))
+                    .unwrap_or_default();
+                self.view
+                    .print(&s.dim(&format!("forked from session {from_session}{at}")));
+            }
         }
         if !self.caught_up && event.seq >= self.history_end {
             self.caught_up = true;

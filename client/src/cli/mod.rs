@@ -17,6 +17,7 @@ mod prompt;
 mod render;
 mod sandbox;
 mod session;
+mod undo;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -148,6 +149,41 @@ enum Command {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
+    /// Take back the last turn's edits (files and conversation)
+    #[command(
+        after_help = "A file changed on disk since the session edited it makes undo refuse,\nshowing the diff; --force overwrites it.\n\nExamples:\n  gemctl undo\n  gemctl undo --session $S --force"
+    )]
+    Undo {
+        /// The session [default: the most recently active one here]
+        #[arg(long)]
+        session: Option<String>,
+        /// Overwrite files changed on disk since the session's edits
+        #[arg(long)]
+        force: bool,
+    },
+    /// List the points a session can go back to (turns with edits)
+    Checkpoints {
+        #[arg(long)]
+        session: Option<String>,
+    },
+    /// Go back to a checkpoint: its edits and every later one are taken
+    /// back, and the conversation goes on from before it
+    Restore {
+        #[arg(long)]
+        session: Option<String>,
+        /// A checkpoint `gemctl checkpoints` lists (turn-<n> or call-<n>)
+        checkpoint: String,
+        #[arg(long)]
+        force: bool,
+    },
+    /// Start a new session from a point of an existing one; prints its id
+    Fork {
+        #[arg(long)]
+        session: Option<String>,
+        /// Fork from before this turn [default: after the last one]
+        #[arg(long)]
+        at_turn: Option<String>,
+    },
 }
 
 const PROMPT_HELP: &str = "\
@@ -249,6 +285,14 @@ async fn dispatch(ctx: &Ctx, command: Command) -> Outcome {
         } => attach::attach(ctx, &session, since, !no_confirm).await,
         Command::Acp => crate::acp::run(&ctx.socket).await,
         Command::Chat(args) => crate::chat::chat(ctx, args).await,
+        Command::Undo { session, force } => undo::undo(ctx, session, force).await,
+        Command::Checkpoints { session } => undo::checkpoints(ctx, session).await,
+        Command::Restore {
+            session,
+            checkpoint,
+            force,
+        } => undo::restore(ctx, session, checkpoint, force).await,
+        Command::Fork { session, at_turn } => undo::fork(ctx, session, at_turn).await,
         Command::Completions { shell } => {
             let mut command = <Args as clap::CommandFactory>::command();
             // Into memory first: `generate` panics on a write error

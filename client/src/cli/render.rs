@@ -214,6 +214,29 @@ pub fn event_line(event: &SessionEvent) -> Option<String> {
             Some(message) => format!("mcp server {server}: {status} ({message})"),
             None => format!("mcp server {server}: {status}"),
         },
+        EventPayload::CheckpointRestored {
+            checkpoint,
+            restored,
+            removed,
+            rewound_entries,
+            forced,
+        } => format!(
+            "checkpoint {checkpoint} restored{}: {} file(s) put back, {} removed, {rewound_entries} history entries taken back",
+            if *forced { " (forced)" } else { "" },
+            restored.len(),
+            removed.len()
+        ),
+        EventPayload::SessionForked {
+            from_session,
+            at_turn,
+            history_entries,
+        } => format!(
+            "forked from {from_session}{}: {history_entries} history entries",
+            at_turn
+                .as_deref()
+                .map(|t| format!(" at {t}"))
+                .unwrap_or_default()
+        ),
     };
     Some(format!("#{seq} {text}"))
 }

@@ -1,7 +1,9 @@
 //! The conversation with the model: the history as stored, loaded at the
 //! first turn that needs it and extended entry by entry. What is sent to
 //! the model is derived from it (`responses::normalized`); the stored
-//! history itself is only ever appended to.
+//! history itself is only ever appended to. A rewind (`session.restore`)
+//! is a cut: the entries `[from, to)` are no longer sent (nor paged), and
+//! later entries follow the ones before the cut.
 
 use super::context::Calibration;
 use crate::model::{Content, FunctionCall, Role};
@@ -17,6 +19,9 @@ pub struct Conversation {
     /// How the provider's counts compare with our estimates (learned
     /// from each request; not kept across restarts).
     pub calibration: Calibration,
+    /// Ranges of stored entries a rewind took back (the session record's
+    /// `rewound`).
+    pub cuts: Vec<(u64, u64)>,
 }
 
 impl Conversation {
@@ -26,6 +31,47 @@ impl Conversation {
             self.entries = Some(store.history(id)?);
         }
         Ok(self.entries.get_or_insert_with(Vec::new))
+    }
+
+    /// A conversation not loaded yet, with the rewinds the record keeps.
+    pub fn with_cuts(cuts: Vec<(u64, u64)>) -> Self {
+        Conversation {
+            cuts,
+            ..Conversation::default()
+        }
+    }
+
+    /// Whether stored entry `index` was taken back by a rewind.
+    fn is_cut(&self, index: u64) -> bool {
+        self.cuts
+            .iter()
+            .any(|(from, to)| (*from..*to).contains(&index))
+    }
+
+    /// The history as it goes on: every stored entry outside the cuts.
+    pub fn visible(&mut self, store: &Store, id: &str) -> Result<Vec<Content>, StoreError> {
+        let cuts = std::mem::take(&mut self.cuts);
+        let entries = self.entries(store, id);
+        let out = entries.map(|entries| {
+            entries
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !cuts.iter().any(|(f, t)| (*f..*t).contains(&(*i as u64))))
+                .map(|(_, c)| c.clone())
+                .collect()
+        });
+        self.cuts = cuts;
+        out
+    }
+
+    /// How many stored entries there are.
+    pub fn stored_len(&mut self, store: &Store, id: &str) -> Result<u64, StoreError> {
+        Ok(self.entries(store, id)?.len() as u64)
+    }
+
+    /// How many visible entries lie before stored entry `index`.
+    pub fn visible_before(&self, index: u64) -> u64 {
+        (0..index).filter(|i| !self.is_cut(*i)).count() as u64
     }
 
     /// Appends `content`; returns what the store must write: its index and
@@ -50,7 +96,7 @@ impl Conversation {
         store: &Store,
         id: &str,
     ) -> Result<Vec<FunctionCall>, StoreError> {
-        Ok(match self.entries(store, id)?.last() {
+        Ok(match self.visible(store, id)?.last() {
             Some(last) if last.role == Role::Model => last.function_calls().cloned().collect(),
             _ => Vec::new(),
         })
@@ -64,7 +110,7 @@ impl Conversation {
         offset: u64,
         limit: u64,
     ) -> Result<(u64, Vec<Content>), StoreError> {
-        let entries = self.entries(store, id)?;
+        let entries = self.visible(store, id)?;
         let total = entries.len() as u64;
         let start = offset.min(total) as usize;
         let end = offset
@@ -81,4 +127,20 @@ pub enum AppendError {
     Encode(serde_json::Error),
     #[error("history unreadable: {0}")]
     Store(StoreError),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Conversation;
+
+    #[test]
+    fn cuts_take_entries_out_of_what_goes_on_even_when_they_overlap() {
+        // A rewind of [2, 4), later one of [3, 6) reaching back further.
+        let conversation = Conversation::with_cuts(vec![(2, 4), (3, 6)]);
+        assert_eq!(conversation.visible_before(2), 2);
+        assert_eq!(conversation.visible_before(5), 2);
+        assert_eq!(conversation.visible_before(8), 4);
+        assert!(conversation.is_cut(5) && !conversation.is_cut(6));
+        assert_eq!(Conversation::default().visible_before(3), 3);
+    }
 }

@@ -23,6 +23,16 @@ impl From<SessionError> for ErrorObjectOwned {
             SessionError::Store(_) => code::STORE_ERROR,
             SessionError::Busy(_) => code::SESSION_BUSY,
             SessionError::CompressionFailed(_) => code::COMPRESSION_FAILED,
+            SessionError::Checkpoints(_) => code::INTERNAL_ERROR,
+            SessionError::RestoreConflict(conflicts) => {
+                let data =
+                    serde_json::json!({ "conflicts": crate::wire::restore_conflicts(conflicts) });
+                return ErrorObjectOwned::owned(
+                    code::RESTORE_CONFLICT,
+                    error.to_string(),
+                    Some(data),
+                );
+            }
         };
         rpc_error(code, error.to_string())
     }

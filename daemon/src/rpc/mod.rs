@@ -8,6 +8,7 @@ mod outbound;
 mod policy;
 mod subscribe;
 mod turn;
+mod undo;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -403,6 +404,46 @@ impl GeminidApiServer for RpcHandler {
         session_id: Option<String>,
     ) -> RpcResult<CommandDiscoveryInfo> {
         mcp::rediscover(&self.daemon, session_id).await
+    }
+
+    async fn checkpoints(
+        &self,
+        session_id: String,
+    ) -> RpcResult<geminid_protocol::undo::CheckpointList> {
+        undo::checkpoints(&self.daemon, &session_id).await
+    }
+
+    async fn restore(
+        &self,
+        session_id: String,
+        checkpoint: String,
+        force: Option<bool>,
+    ) -> RpcResult<geminid_protocol::undo::RestoreResult> {
+        undo::restore(
+            &self.daemon,
+            &session_id,
+            checkpoint,
+            force.unwrap_or(false),
+        )
+        .await
+    }
+
+    async fn fork(
+        &self,
+        ext: &Extensions,
+        session_id: String,
+        at_turn: Option<String>,
+    ) -> RpcResult<SessionInfo> {
+        let origin = ext
+            .get::<ConnectionContext>()
+            .and_then(|c| c.client_name.get())
+            .map(|name| origin_of(name));
+        let handle = self
+            .daemon
+            .sessions
+            .fork(&session_id, at_turn, origin)
+            .await?;
+        self.info(&handle).await
     }
 
     async fn probe_mcp(

@@ -85,6 +85,8 @@ pub struct ActorDeps {
     /// Where sessions' long shell outputs are saved, one directory per
     /// session (removed with the session).
     pub shell_output: std::path::PathBuf,
+    /// Edit calls' checkpoints (undo, restore, fork).
+    pub checkpoints: Arc<crate::checkpoints::CheckpointStore>,
     /// MCP servers and discovered tools: a prompt waits for the servers
     /// its session will see.
     pub discovery: Arc<crate::discovery::Discovery>,
@@ -122,6 +124,10 @@ pub(super) struct Actor {
     pub(super) stopping: bool,
     /// The client waiting for the running `session.compress`.
     pub(super) compress_reply: Option<CompressReply>,
+    /// The turn whose calls are being submitted now.
+    pub(super) calling_turn: Option<String>,
+    /// Which turn each open call of a turn belongs to (for checkpoints).
+    pub(super) call_turns: HashMap<String, String>,
 }
 
 /// How `session.compress` is answered.
@@ -174,6 +180,7 @@ pub fn spawn(
         cwd: record.cwd.clone(),
         commands: commands_tx,
     };
+    let record_cuts = record.rewound.clone();
     let mut actor = Actor {
         record,
         ctx,
@@ -193,9 +200,11 @@ pub fn spawn(
         cancel: parent.child_token(),
         commit_failed: false,
         prompts: PromptQueue::default(),
-        conversation: Conversation::default(),
+        conversation: Conversation::with_cuts(record_cuts),
         stopping: false,
         compress_reply: None,
+        calling_turn: None,
+        call_turns: HashMap::new(),
     };
     tracker.spawn(async move {
         if fresh {
@@ -356,6 +365,33 @@ impl Actor {
                 let record = self.record.clone();
                 self.after_commit(move || {
                     let _ = reply.send(record);
+                });
+            }
+            Command::Checkpoints { reply } => {
+                let _ = reply.send(self.checkpoints());
+            }
+            Command::Restore {
+                checkpoint,
+                force,
+                reply,
+            } => {
+                let result = self.restore(&checkpoint, force);
+                self.after_commit(move || {
+                    let _ = reply.send(result);
+                });
+            }
+            Command::ForkPoint { at_turn, reply } => {
+                let _ = reply.send(self.fork_point(at_turn.as_deref()));
+            }
+            Command::SeedFork {
+                from,
+                at_turn,
+                point,
+                reply,
+            } => {
+                self.seed_fork(from, at_turn, *point);
+                self.after_commit(move || {
+                    let _ = reply.send(());
                 });
             }
             Command::Announce { payload } => {

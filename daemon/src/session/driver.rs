@@ -44,6 +44,9 @@ impl Actor {
         // The call id is derived from the seq of the call's first event,
         // which is unique in the session and survives restarts.
         let call_id = format!("call-{}", self.next_seq());
+        if let Some(turn) = &self.calling_turn {
+            self.call_turns.insert(call_id.clone(), turn.clone());
+        }
         let saved = serde_json::to_vec(&(&name, &args)).unwrap_or_default();
         self.pending_open_call(&call_id, Some(saved));
         if let Some(waiter) = waiter {
@@ -237,6 +240,7 @@ impl Actor {
             }
             Effect::Retire { call_id } => {
                 self.invocations.remove(&call_id);
+                self.call_turns.remove(&call_id);
                 self.pending_open_call(&call_id, None);
                 let Final { event, snapshot } = self.finals.remove(&call_id).unwrap_or_default();
                 let waiters = self.waiters.remove(&call_id).unwrap_or_default();
@@ -379,6 +383,7 @@ impl Actor {
             );
             return self.apply(effects);
         };
+        let checkpoint = self.checkpoint_for(&call_id, invocation.as_ref());
         let token = self.cancel.child_token();
         self.running.insert(call_id.clone(), token.clone());
         let internal = self.internal.clone();
@@ -394,11 +399,25 @@ impl Actor {
         };
         // A panicking tool must fail its call, not the session.
         let mut run = Box::pin(async move {
-            AssertUnwindSafe(invocation.execute(token, output))
+            // Nothing is changed before its checkpoint is on disk: an edit
+            // that cannot be undone is not made.
+            if let Some(checkpoint) = &checkpoint
+                && let Err(e) = checkpoint.before()
+            {
+                return Err(CallError::new(
+                    CallErrorKind::Tool(crate::tools::ToolErrorKind::Execution),
+                    format!("not run: its checkpoint could not be recorded ({e})"),
+                ));
+            }
+            let outcome = AssertUnwindSafe(invocation.execute(token, output))
                 .catch_unwind()
                 .await
                 .unwrap_or_else(|_| Err(ToolError::execution("the tool panicked")))
-                .map_err(CallError::from)
+                .map_err(CallError::from);
+            if let Some(checkpoint) = &checkpoint {
+                checkpoint.after();
+            }
+            outcome
         });
         // The first poll runs here, on the actor: a call that completes
         // without waiting (a small read) then finishes in this same step and

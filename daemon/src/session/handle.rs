@@ -118,6 +118,28 @@ pub(super) enum Command {
     Compress {
         reply: oneshot::Sender<Result<Option<crate::agent::Compressed>, SessionError>>,
     },
+    /// The session's checkpoints.
+    Checkpoints {
+        reply: oneshot::Sender<Result<Vec<crate::checkpoints::Checkpoint>, SessionError>>,
+    },
+    /// Restore a checkpoint (`session.restore`).
+    Restore {
+        checkpoint: String,
+        force: bool,
+        reply: oneshot::Sender<Result<crate::checkpoints::Restored, SessionError>>,
+    },
+    /// What a fork of this session starts from.
+    ForkPoint {
+        at_turn: Option<String>,
+        reply: oneshot::Sender<Result<ForkPoint, SessionError>>,
+    },
+    /// Seed a fresh fork with its source's conversation.
+    SeedFork {
+        from: String,
+        at_turn: Option<String>,
+        point: Box<ForkPoint>,
+        reply: oneshot::Sender<()>,
+    },
     /// Record a daemon-wide notice (a policy problem) in the session.
     Announce {
         payload: geminid_protocol::event::EventPayload,
@@ -260,6 +282,46 @@ impl SessionHandle {
         self.ask(|reply| Command::Compress { reply }).await?
     }
 
+    pub async fn checkpoints(&self) -> Result<Vec<crate::checkpoints::Checkpoint>, SessionError> {
+        self.ask(|reply| Command::Checkpoints { reply }).await?
+    }
+
+    pub async fn restore(
+        &self,
+        checkpoint: String,
+        force: bool,
+    ) -> Result<crate::checkpoints::Restored, SessionError> {
+        self.ask(|reply| Command::Restore {
+            checkpoint,
+            force,
+            reply,
+        })
+        .await?
+    }
+
+    pub(super) async fn fork_point(
+        &self,
+        at_turn: Option<String>,
+    ) -> Result<ForkPoint, SessionError> {
+        self.ask(|reply| Command::ForkPoint { at_turn, reply })
+            .await?
+    }
+
+    pub(super) async fn seed_fork(
+        &self,
+        from: String,
+        at_turn: Option<String>,
+        point: ForkPoint,
+    ) -> Result<(), SessionError> {
+        self.ask(|reply| Command::SeedFork {
+            from,
+            at_turn,
+            point: Box::new(point),
+            reply,
+        })
+        .await
+    }
+
     pub async fn stop(&self, reason: &str) -> Result<(), SessionError> {
         let reason = reason.to_owned();
         self.ask(|reply| Command::Stop { reason, reply }).await
@@ -274,4 +336,11 @@ impl SessionHandle {
     pub fn is_stopped(&self) -> bool {
         self.commands.is_closed()
     }
+}
+
+/// What a fork starts from.
+pub struct ForkPoint {
+    pub record: SessionRecord,
+    pub history: Vec<crate::model::Content>,
+    pub compression: Option<crate::model::CompressedPrefix>,
 }

@@ -107,10 +107,42 @@ impl SessionManager {
             tokens: None,
             model: new.model,
             compression: None,
+            rewound: Vec::new(),
         };
         // The actor writes the record with its first event and flushes both
         // before it answers anything, so a created session survives kill -9.
         self.start(record, Some(root), true)
+    }
+
+    /// `session.fork`: a new session in the source's workspace, mode and
+    /// model, whose conversation is the source's up to the start of
+    /// `at_turn` (default: all of it).
+    pub async fn fork(
+        &self,
+        source: &str,
+        at_turn: Option<String>,
+        origin: Option<String>,
+    ) -> Result<SessionHandle, SessionError> {
+        let point = self.get(source)?.fork_point(at_turn.clone()).await?;
+        let from = &point.record;
+        let handle = self
+            .create(NewSession {
+                cwd: from.cwd.clone(),
+                approval_mode: from.approval_mode,
+                title: from.title.as_ref().map(|t| format!("{t} (fork)")),
+                interactive: from.interactive,
+                // The source's root was accepted when it was created.
+                force: true,
+                origin: origin.or_else(|| from.origin.clone()),
+                sandbox: from
+                    .sandbox
+                    .as_deref()
+                    .and_then(crate::sandbox::Mode::parse),
+                model: from.model.clone(),
+            })
+            .await?;
+        handle.seed_fork(source.to_owned(), at_turn, point).await?;
+        Ok(handle)
     }
 
     /// The live handle of a session, starting its actor if needed.
@@ -243,6 +275,7 @@ impl SessionManager {
                 tracing::warn!(session = %id, dir = %spill.display(), error = %e, "cannot remove the session's saved shell output");
             }
         }
+        self.deps.checkpoints.delete_session(id);
         Ok(())
     }
 

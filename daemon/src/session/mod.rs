@@ -12,6 +12,7 @@ mod driver;
 mod handle;
 mod manager;
 mod prompts;
+mod undo;
 
 pub use actor::ActorDeps;
 pub use handle::{FinalCall, PolicyCheck, SessionHandle, Subscription};
@@ -46,4 +47,24 @@ pub enum SessionError {
     CompressionFailed(String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error("{0}")]
+    Checkpoints(String),
+    #[error("{}", conflict_message(.0))]
+    RestoreConflict(Vec<crate::checkpoints::Conflict>),
+}
+
+/// Names each file a restore would overwrite, with its diff.
+fn conflict_message(conflicts: &[crate::checkpoints::Conflict]) -> String {
+    let mut out = format!(
+        "not restored: {} file(s) changed on disk since this session's last edit of them; pass force to overwrite them",
+        conflicts.len()
+    );
+    for conflict in conflicts {
+        out.push_str(&format!(
+            "\n{}:\n{}",
+            conflict.path.display(),
+            conflict.diff
+        ));
+    }
+    out
 }

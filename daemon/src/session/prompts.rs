@@ -66,9 +66,10 @@ impl Actor {
         prompt.started = true;
         self.save_prompt(&prompt);
         let turn_id = prompt.turn_id.clone();
-        self.emit(EventPayload::TurnStarted {
+        let started_at = self.emit(EventPayload::TurnStarted {
             turn_id: turn_id.clone(),
         });
+        self.note_turn_start(started_at, &turn_id);
         self.emit(EventPayload::UserMessage {
             turn_id: turn_id.clone(),
             text: prompt.text.clone(),
@@ -83,7 +84,7 @@ impl Actor {
             )
             .map_err(|e| e.message)
             .and_then(|(config, model)| {
-                let history = self.loaded_history().map_err(|e| e.to_string())?.clone();
+                let history = self.loaded_history().map_err(|e| e.to_string())?;
                 Ok((config, model, history))
             });
         let (config, model, history) = match prepared {
@@ -150,12 +151,14 @@ impl Actor {
                 // responses from the turn.
                 let mut done = Vec::new();
                 if !cancelled {
+                    self.calling_turn = Some(turn_id.clone());
                     for (name, args) in calls {
                         let (tx, rx) = tokio::sync::oneshot::channel();
                         let waiter = Waiter::Snapshot(tx);
                         self.start_call(name, args, Some(waiter));
                         done.push(rx);
                     }
+                    self.calling_turn = None;
                 }
                 let _ = reply.send(done);
             }
@@ -249,7 +252,7 @@ impl Actor {
             )
             .map_err(|e| SessionError::ModelNotConfigured(e.message))
             .and_then(|(config, model)| {
-                let history = self.loaded_history()?.clone();
+                let history = self.loaded_history()?;
                 Ok((config, model, history))
             });
         let (config, model, history) = match prepared {
@@ -394,7 +397,7 @@ impl Actor {
         });
     }
 
-    fn append_history(&mut self, content: Content) {
+    pub(super) fn append_history(&mut self, content: Content) {
         match self
             .conversation
             .append(&self.deps.store, &self.record.id, content)
@@ -406,8 +409,9 @@ impl Actor {
         }
     }
 
-    fn loaded_history(&mut self) -> Result<&mut Vec<Content>, StoreError> {
-        self.conversation.entries(&self.deps.store, &self.record.id)
+    /// The history as it goes on (outside the cuts of rewinds).
+    fn loaded_history(&mut self) -> Result<Vec<Content>, StoreError> {
+        self.conversation.visible(&self.deps.store, &self.record.id)
     }
 
     /// `session.history`: the total and the entries in `[offset, offset+limit)`.

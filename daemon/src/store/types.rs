@@ -69,6 +69,10 @@ pub struct SessionRecord {
     /// itself keeps every entry).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compression: Option<crate::model::CompressedPrefix>,
+    /// Ranges `[from, to)` of stored history entries a restore took back
+    /// (the history itself keeps every entry).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rewound: Vec<(u64, u64)>,
 }
 
 /// An event as stored and broadcast: its seq and its wire JSON. Shared
