@@ -193,6 +193,9 @@ impl Actor {
                 (name.to_owned(), SavedRule::tool(name))
             }
         };
+        // Stored with the answer's events (`SessionRecord::allowed`).
+        self.record.allowed = self.allowlist.clone();
+        self.pending.record = Some(self.record.clone());
         if outcome == ConfirmationOutcome::ProceedAlwaysAndSave {
             self.deps.policy.save_always_allow(&saved).map_err(|e| {
                 SessionError::InvalidParams(format!("could not save the rule: {e}"))
