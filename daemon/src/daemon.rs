@@ -106,6 +106,9 @@ impl Daemon {
                 },
             ),
         );
+        let places = Arc::new(sandbox_places(&crate::safety::DaemonPaths::of(&config)));
+        // The discovery command and stdio MCP servers get the sandbox too.
+        crate::discovery::jail::init(config.user_gemini_dir.join("settings.json"), places.clone());
         let sessions = SessionManager::new(
             ActorDeps {
                 store,
@@ -119,7 +122,7 @@ impl Daemon {
                 user_settings: config.user_gemini_dir.join("settings.json"),
                 shell_output: config.shell_output_dir(),
                 discovery: discovery.clone(),
-                sandbox_places: Arc::new(sandbox_places(&crate::safety::DaemonPaths::of(&config))),
+                sandbox_places: places.clone(),
             },
             config.session_idle,
         );
