@@ -298,7 +298,7 @@ impl Actor {
             );
             return self.apply(effects);
         };
-        let invocation = match tool.build(&self.ctx, &call.args) {
+        let mut invocation = match tool.build(&self.ctx, &call.args) {
             Ok(invocation) => invocation,
             Err(e) => {
                 let effects = self
@@ -332,6 +332,9 @@ impl Actor {
             None => (verdict.decision, explain(&verdict)),
         };
         let asked_by = stricter.map(|_| reason.clone());
+        if verdict.grants_network() {
+            invocation.grant_network();
+        }
         match decision {
             Decision::Allow => {
                 let prepared = Prepared::Allowed {
