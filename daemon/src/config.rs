@@ -37,6 +37,9 @@ pub struct DaemonConfig {
     /// Wall-clock limit of one shell command (`GEMINID_SHELL_TIMEOUT`, in
     /// seconds; default 600).
     pub shell_timeout: std::time::Duration,
+    /// How long a loaded session with nothing to do stays in memory
+    /// (`GEMINID_SESSION_IDLE`, seconds; default 600; `0`: for good).
+    pub session_idle: Option<std::time::Duration>,
 }
 
 /// Where and how to reach the Gemini API.
@@ -125,6 +128,7 @@ impl DaemonConfig {
             turn_limits: turn_limits_from_env(),
             shell_timeout: env_seconds("GEMINID_SHELL_TIMEOUT")
                 .unwrap_or(std::time::Duration::from_secs(600)),
+            session_idle: session_idle_from_env(),
         }
     }
 }
@@ -148,6 +152,23 @@ fn turn_limits_from_env() -> crate::agent::TurnLimits {
     crate::agent::TurnLimits {
         max_steps: number("GEMINID_MAX_STEPS").unwrap_or(defaults.max_steps),
         loop_threshold: number("GEMINID_LOOP_THRESHOLD").unwrap_or(defaults.loop_threshold),
+    }
+}
+
+/// `GEMINID_SESSION_IDLE`: seconds (fractions allowed), `0` for never;
+/// unset or unreadable: 10 minutes.
+fn session_idle_from_env() -> Option<std::time::Duration> {
+    const DEFAULT: std::time::Duration = std::time::Duration::from_secs(600);
+    let Ok(text) = std::env::var("GEMINID_SESSION_IDLE") else {
+        return Some(DEFAULT);
+    };
+    match text.trim().parse::<f64>() {
+        Ok(0.0) => None,
+        Ok(s) if s.is_finite() && s > 0.0 => Some(std::time::Duration::from_secs_f64(s)),
+        _ => {
+            tracing::warn!(value = %text, "GEMINID_SESSION_IDLE is not a number of seconds; using 600");
+            Some(DEFAULT)
+        }
     }
 }
 

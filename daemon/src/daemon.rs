@@ -106,23 +106,29 @@ impl Daemon {
                 },
             ),
         );
-        let sessions = SessionManager::new(ActorDeps {
-            store,
-            registry: registry.clone(),
-            policy: policy.clone(),
-            max_parallel: config.max_parallel_calls,
-            model: model.clone(),
-            memory: memory.clone(),
-            turn_limits: config.turn_limits,
-            guard: guard.clone(),
-            user_settings: config.user_gemini_dir.join("settings.json"),
-            shell_output: config.shell_output_dir(),
-            checkpoints: Arc::new(crate::checkpoints::CheckpointStore::new(
-                config.checkpoints_dir(),
-            )),
-            discovery: discovery.clone(),
-            sandbox_places: Arc::new(sandbox_places(&crate::safety::DaemonPaths::of(&config))),
-        });
+        let places = Arc::new(sandbox_places(&crate::safety::DaemonPaths::of(&config)));
+        // The discovery command and stdio MCP servers get the sandbox too.
+        crate::discovery::jail::init(config.user_gemini_dir.join("settings.json"), places.clone());
+        let sessions = SessionManager::new(
+            ActorDeps {
+                store,
+                registry: registry.clone(),
+                policy: policy.clone(),
+                max_parallel: config.max_parallel_calls,
+                model: model.clone(),
+                memory: memory.clone(),
+                turn_limits: config.turn_limits,
+                guard: guard.clone(),
+                user_settings: config.user_gemini_dir.join("settings.json"),
+                shell_output: config.shell_output_dir(),
+                checkpoints: Arc::new(crate::checkpoints::CheckpointStore::new(
+                    config.checkpoints_dir(),
+                )),
+                discovery: discovery.clone(),
+                sandbox_places: places.clone(),
+            },
+            config.session_idle,
+        );
         let outbound = crate::rpc::OutboundBudget::new(config.outbound_budget);
         let daemon = Arc::new(Daemon {
             config,

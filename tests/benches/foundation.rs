@@ -719,6 +719,7 @@ async fn store_commit(n: usize) -> (Stats, Stats, Stats) {
             model: None,
             compression: None,
             rewound: Vec::new(),
+            allowed: Default::default(),
         })
         .expect("put_session");
     // About the size of a read_file toolCall event.

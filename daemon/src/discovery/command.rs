@@ -41,6 +41,8 @@ pub enum DiscoveryError {
         "the discovery command's output must be an array of function declarations or {{\"functionDeclarations\": [...]}}"
     )]
     Shape,
+    #[error("the discovery command was not run: {0}")]
+    Sandbox(String),
 }
 
 /// One discovered declaration.
@@ -110,11 +112,18 @@ pub fn parse(stdout: &str) -> Result<(Vec<Declaration>, Vec<String>), DiscoveryE
 }
 
 /// Runs the discovery command in `cwd` and parses what it prints.
+/// The command runs in the sandbox when the user's settings turn it on
+/// (`discovery/jail.rs`): it may write the temp dirs and
+/// `sandbox.allowWrite` only (`cwd` is the daemon's, which may be `/`).
 pub async fn discover(
     command: &str,
     cwd: &Path,
     timeout: Duration,
 ) -> Result<(Vec<Declaration>, Vec<String>), DiscoveryError> {
+    let applied = super::jail::prepare(&[], Some(cwd), None).map_err(DiscoveryError::Sandbox)?;
+    if let Some(note) = &applied.note {
+        tracing::warn!("discovery command: {note}");
+    }
     let done = run(
         command,
         &[],
@@ -122,7 +131,7 @@ pub async fn discover(
         b"",
         timeout,
         &CancellationToken::new(),
-        None,
+        applied.prepared,
     )
     .await
     .map_err(DiscoveryError::Spawn)?;

@@ -19,6 +19,7 @@
 //! file's edits like `tools.allowed` does and still yields to deny rules.
 
 pub mod command;
+pub mod jail;
 pub mod mcp;
 pub mod process;
 pub mod schema;

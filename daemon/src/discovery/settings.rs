@@ -48,6 +48,8 @@ pub struct ServerConfig {
     pub exclude_tools: Vec<String>,
     /// `user`, or `workspace:<root>`.
     pub scope: String,
+    /// The entry's `sandbox` (stdio servers only; `jail.rs`).
+    pub sandbox: super::jail::ServerSandbox,
 }
 
 impl ServerConfig {
@@ -219,7 +221,14 @@ fn server(name: &str, entry: &Value, scope: &str) -> Result<ServerConfig, String
             _ => return Err("`timeout` must be a positive number of milliseconds".into()),
         },
     };
+    // A `sandbox` we cannot read leaves the server out (reported), never
+    // unsandboxed.
+    let sandbox = match super::jail::ServerSandbox::parse(entry.get("sandbox")) {
+        (choice, None) => choice,
+        (_, Some(problem)) => return Err(problem),
+    };
     Ok(ServerConfig {
+        sandbox,
         name: name.to_owned(),
         transport,
         headers: map("headers"),

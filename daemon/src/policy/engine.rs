@@ -80,6 +80,20 @@ pub struct PolicyVerdict {
     pub deny_message: Option<String>,
 }
 
+impl PolicyVerdict {
+    /// Whether the rules that let this call run grant it the network in
+    /// the sandbox: the deciding rule, and for a shell command the rule of
+    /// every one of its parts (a part no such rule matched keeps it off).
+    pub fn grants_network(&self) -> bool {
+        let grants = |rule: &Option<MatchedRule>| rule.as_ref().is_some_and(|r| r.sandbox_network);
+        if self.subcommands.is_empty() {
+            grants(&self.rule)
+        } else {
+            self.subcommands.iter().all(|s| grants(&s.rule))
+        }
+    }
+}
+
 /// An immutable, priority-sorted rule set.
 #[derive(Debug, Clone, Default)]
 pub struct PolicyEngine {

@@ -5,7 +5,7 @@
 //! `commandPrefix`, `commandRegex`, `decision`, `priority`, `modes` with
 //! `plan`, `interactive`, `toolAnnotations`, `subagent`, `denyMessage`,
 //! `allowRedirection`, the snake_case spellings 0.61 still reads, and
-//! `name`). Never fail open:
+//! `name`), plus geminid's own `sandboxNetwork`. Never fail open:
 //! * an unknown field is a warning naming file, rule and field; the rule
 //!   loads without it, an `allow` rule as `ask_user` (the field may have
 //!   been meant to narrow it);
@@ -39,6 +39,7 @@ const USER_FIELDS: &[&str] = &[
     "denyMessage",
     "deny_message",
     "name",
+    "sandboxNetwork",
 ];
 
 /// Parses a policy file's text. `file` names the source in errors and in
@@ -457,6 +458,9 @@ fn parse_rule(
             })?;
             rule.modes.push(parsed);
         }
+    }
+    if let Some(value) = table.get("sandboxNetwork") {
+        rule.sandbox_network = boolean(value, "sandboxNetwork", ctx)?;
     }
     for field in ["allowRedirection", "allow_redirection"] {
         if let Some(value) = table.get(field) {

@@ -184,6 +184,9 @@ pub struct PolicyRule {
     pub deny_message: Option<String>,
     /// `name`: a label (0.61's shipped files use it).
     pub label: Option<String>,
+    /// `sandboxNetwork` (geminid's own): a shell command this rule lets
+    /// run gets the network inside the sandbox.
+    pub sandbox_network: bool,
     /// A stand-in for a rule that could not be understood: it never
     /// decides alone, it only makes the decision for the tools it names
     /// stricter (see `engine::apply_floors`).
@@ -212,6 +215,7 @@ impl PolicyRule {
             subagent: None,
             deny_message: None,
             label: None,
+            sandbox_network: false,
             floor: false,
             source,
         }
@@ -248,6 +252,9 @@ pub struct MatchedRule {
     pub matched: Vec<String>,
     /// The rule's `denyMessage`, when it has one.
     pub deny_message: Option<String>,
+    /// The rule's `sandboxNetwork`.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub sandbox_network: bool,
 }
 
 impl MatchedRule {
@@ -258,6 +265,7 @@ impl MatchedRule {
             final_priority: rule.final_priority(),
             matched: rule.conditions(),
             deny_message: rule.deny_message.clone(),
+            sandbox_network: rule.sandbox_network,
         }
     }
 }

@@ -10,7 +10,8 @@ use std::collections::BTreeSet;
 
 /// Tools, MCP servers and shell command prefixes the user allowed for the
 /// rest of the session.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default, rename_all = "camelCase")]
 pub struct SessionAllowlist {
     tools: BTreeSet<String>,
     servers: BTreeSet<String>,

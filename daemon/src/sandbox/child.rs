@@ -149,11 +149,15 @@ pub fn prepare(plan: &Plan, abi: i32, cwd: Option<WorkDir<'_>>) -> io::Result<Pr
         ruleset = ruleset.scope(Scope::from_all(abi)).map_err(ll)?;
     }
     let mut created = ruleset.create().map_err(ll)?;
+    // Missing instruction places of the roots: made and held (see
+    // `instructions.rs`).
+    let guard = super::instructions::guard(&plan.roots)?;
     for dir in &plan.writable {
         if let Ok(fd) = PathFd::new(dir) {
             created = created.add_rule(PathBeneath::new(fd, write)).map_err(ll)?;
         }
     }
+    let mut missing = guard.absent.clone();
     let file_rights: BitFlags<AccessFs> = AccessFs::from_file(abi) & write;
     for dev in DEVICES.iter().chain(DEVICE_DIRS) {
         if let Ok(fd) = PathFd::new(dev) {
@@ -180,7 +184,12 @@ pub fn prepare(plan: &Plan, abi: i32, cwd: Option<WorkDir<'_>>) -> io::Result<Pr
         });
     }
     let mut held = Vec::new();
-    let mut missing = Vec::new();
+    for path in &guard.hold {
+        held.push(Held {
+            path: c_path(path)?,
+            flags: locked_flags(path)?,
+        });
+    }
     for path in &plan.read_only {
         match std::fs::symlink_metadata(path) {
             Ok(_) => held.push(Held {

@@ -6,10 +6,12 @@
 //! Pure: `settings.rs` (the `sandbox` settings and 0.61's `tools.sandbox`),
 //! `plan.rs` (what one command may do), `refusal.rs` (what a refused
 //! command's output means). IO edge: `child.rs` (applied in the child
-//! before exec), `support.rs` (what the kernel allows, a self-test).
+//! before exec), `instructions.rs` (a root's instruction places that do
+//! not exist yet), `support.rs` (what the kernel allows, a self-test).
 
 mod check;
 mod child;
+mod instructions;
 mod plan;
 mod refusal;
 mod settings;

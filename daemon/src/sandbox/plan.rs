@@ -55,6 +55,9 @@ pub struct Plan {
     pub limits: Limits,
     /// What the plan left out and why, for the call's events.
     pub notes: Vec<String>,
+    /// The workspace roots it may write, whose missing instruction places
+    /// the child side guards (`instructions.rs`).
+    pub roots: Vec<PathBuf>,
 }
 
 /// `~/x` under `home`; absolute paths as they are.
@@ -121,6 +124,11 @@ impl Plan {
             writable.iter().any(|w| p.starts_with(w)) && !hidden.iter().any(|h| p.starts_with(h))
         });
         dedup(&mut read_only);
+        let roots = if mode == Mode::ReadOnly {
+            Vec::new()
+        } else {
+            roots.to_vec()
+        };
         Plan {
             writable,
             hidden,
@@ -129,6 +137,7 @@ impl Plan {
             network,
             limits: settings.limits,
             notes,
+            roots,
         }
     }
 }

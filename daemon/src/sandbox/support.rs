@@ -56,6 +56,7 @@ pub fn self_test() -> Result<(), String> {
         network: false,
         limits: Limits::default(),
         notes: Vec::new(),
+        roots: Vec::new(),
     };
     let prep = child::prepare(&plan, child::landlock_abi(), None)
         .map_err(|e| format!("preparing the sandbox failed: {e}"))?;
@@ -96,6 +97,7 @@ mod tests {
             network: std::env::var_os("SANDBOX_NET").is_some(),
             limits: Limits::default(),
             notes: Vec::new(),
+            roots: Vec::new(),
         };
         let script = std::env::var("SANDBOX_CMD").ok();
         let rounds: usize = std::env::var("SANDBOX_ROUNDS")

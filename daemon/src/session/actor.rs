@@ -128,6 +128,8 @@ pub(super) struct Actor {
     pub(super) calling_turn: Option<String>,
     /// Which turn each open call of a turn belongs to (for checkpoints).
     pub(super) call_turns: HashMap<String, String>,
+    /// How the session leaves memory when idle (`idle.rs`).
+    unloader: super::idle::Unloader,
 }
 
 /// How `session.compress` is answered.
@@ -145,6 +147,7 @@ pub fn spawn(
     deps: ActorDeps,
     tracker: &TaskTracker,
     parent: &CancellationToken,
+    unloader: super::idle::Unloader,
 ) -> Result<SessionHandle, super::SessionError> {
     // A record from before roots were pinned learns its root now.
     let id = root.id();
@@ -181,6 +184,7 @@ pub fn spawn(
         commands: commands_tx,
     };
     let record_cuts = record.rewound.clone();
+    let allowlist = record.allowed.clone();
     let mut actor = Actor {
         record,
         ctx,
@@ -191,7 +195,9 @@ pub fn spawn(
         running: HashMap::new(),
         waiters: HashMap::new(),
         finals: HashMap::new(),
-        allowlist: crate::policy::SessionAllowlist::new(),
+        // "Always" answers are kept in the record: they survive unloads
+        // and restarts like the rest of the session.
+        allowlist,
         events,
         internal: internal_tx,
         pending: Append::default(),
@@ -205,6 +211,7 @@ pub fn spawn(
         compress_reply: None,
         calling_turn: None,
         call_turns: HashMap::new(),
+        unloader,
     };
     tracker.spawn(async move {
         if fresh {
@@ -227,12 +234,23 @@ pub fn spawn(
     Ok(handle)
 }
 
+/// Sleeps until `at`; never wakes without one.
+async fn sleep_until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
 impl Actor {
     async fn run(
         mut self,
         mut commands: mpsc::Receiver<Command>,
         mut internal: mpsc::UnboundedReceiver<Internal>,
     ) {
+        let idle_after = self.unloader.after;
+        let idle_for = idle_after.unwrap_or(Duration::MAX);
+        let mut idle_at = tokio::time::Instant::now().checked_add(idle_for);
         loop {
             let stop = tokio::select! {
                 biased;
@@ -243,7 +261,18 @@ impl Actor {
                     None => Some(("session unloaded".to_owned(), None)),
                 },
                 () = tokio::time::sleep(COMMIT_RETRY), if self.commit_failed => None,
+                () = sleep_until(idle_at), if idle_at.is_some() => {
+                    if self.activity().is_idle() && self.unloader.try_unload(&self.record.id, &commands) {
+                        tracing::debug!(session = %self.record.id, "idle: unloaded");
+                        self.tasks.close();
+                        return;
+                    }
+                    None
+                }
             };
+            // Whatever happened, the idle period starts again (a refused
+            // unload looks again one period later).
+            idle_at = tokio::time::Instant::now().checked_add(idle_for);
             if let Some((reason, reply)) = stop {
                 self.stop(&reason, &mut internal).await;
                 if let Some(reply) = reply {
@@ -440,6 +469,21 @@ impl Actor {
         }
         self.commit();
         self.tasks.close();
+    }
+
+    /// What the session is doing, for the idle unload.
+    fn activity(&self) -> super::idle::Activity {
+        super::idle::Activity {
+            subscribers: self.events.receiver_count(),
+            open_calls: self.scheduler.active().count() + self.running.len(),
+            waiters: self.waiters.values().map(Vec::len).sum(),
+            turns: self.prompts.ahead() > 0,
+            compressing: self.compress_reply.is_some(),
+            unsettled: self.commit_failed
+                || !self.after_commit.is_empty()
+                || !self.pending.events.is_empty()
+                || self.pending.record.is_some(),
+        }
     }
 
     /// Marks calls a previous run left unfinished as interrupted.

@@ -196,6 +196,9 @@ impl Actor {
                 (name.to_owned(), SavedRule::tool(name))
             }
         };
+        // Stored with the answer's events (`SessionRecord::allowed`).
+        self.record.allowed = self.allowlist.clone();
+        self.pending.record = Some(self.record.clone());
         if outcome == ConfirmationOutcome::ProceedAlwaysAndSave {
             self.deps.policy.save_always_allow(&saved).map_err(|e| {
                 SessionError::InvalidParams(format!("could not save the rule: {e}"))
@@ -299,7 +302,7 @@ impl Actor {
             );
             return self.apply(effects);
         };
-        let invocation = match tool.build(&self.ctx, &call.args) {
+        let mut invocation = match tool.build(&self.ctx, &call.args) {
             Ok(invocation) => invocation,
             Err(e) => {
                 let effects = self
@@ -333,6 +336,9 @@ impl Actor {
             None => (verdict.decision, explain(&verdict)),
         };
         let asked_by = stricter.map(|_| reason.clone());
+        if verdict.grants_network() {
+            invocation.grant_network();
+        }
         match decision {
             Decision::Allow => {
                 let prepared = Prepared::Allowed {

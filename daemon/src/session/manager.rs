@@ -1,9 +1,9 @@
 //! Creates, loads, lists and deletes sessions. A stored session's actor is
-//! started on first use and runs until the daemon stops or the session is
-//! deleted.
+//! started on first use and runs until the daemon stops, the session is
+//! deleted, or it has been idle for the idle period (`idle.rs`; it is
+//! loaded again on the next request).
 
-use std::collections::HashMap;
-use std::sync::Mutex;
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
@@ -11,13 +11,15 @@ use tokio_util::task::TaskTracker;
 use super::SessionError;
 use super::actor::{self, ActorDeps};
 use super::handle::SessionHandle;
+use super::idle::{self, Live, Unloader};
 use crate::policy::ApprovalMode;
 use crate::store::{self, SessionRecord};
 use crate::tools::root::{self, PinnedRoot, RootId};
 
 pub struct SessionManager {
     deps: ActorDeps,
-    live: Mutex<HashMap<String, SessionHandle>>,
+    live: Live,
+    unloader: Unloader,
     tracker: TaskTracker,
     cancel: CancellationToken,
 }
@@ -39,10 +41,13 @@ pub struct NewSession {
 }
 
 impl SessionManager {
-    pub fn new(deps: ActorDeps) -> Self {
+    /// Sessions idle for `idle_after` leave memory (`None`: never).
+    pub fn new(deps: ActorDeps, idle_after: Option<Duration>) -> Self {
+        let live = Live::default();
         SessionManager {
             deps,
-            live: Mutex::new(HashMap::new()),
+            unloader: Unloader::new(live.clone(), idle_after),
+            live,
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
         }
@@ -108,6 +113,7 @@ impl SessionManager {
             model: new.model,
             compression: None,
             rewound: Vec::new(),
+            allowed: crate::policy::SessionAllowlist::new(),
         };
         // The actor writes the record with its first event and flushes both
         // before it answers anything, so a created session survives kill -9.
@@ -191,6 +197,7 @@ impl SessionManager {
             self.deps.clone(),
             &self.tracker,
             &self.cancel,
+            self.unloader.clone(),
         )?;
         live.insert(id, handle.clone());
         Ok(handle)
@@ -293,8 +300,8 @@ impl SessionManager {
         self.tracker.wait().await;
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SessionHandle>> {
-        self.live.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, std::collections::HashMap<String, SessionHandle>> {
+        idle::lock(&self.live)
     }
 }
 

@@ -1,7 +1,8 @@
 //! Sessions: the actor per loaded session (`actor.rs`), the driver of its
 //! scheduler (`driver.rs`), its side of prompts and turns (`prompts.rs`),
-//! the handle other tasks use (`handle.rs`) and the manager that creates,
-//! loads and deletes sessions (`manager.rs`).
+//! the handle other tasks use (`handle.rs`), the manager that creates,
+//! loads and deletes sessions (`manager.rs`) and the idle unload
+//! (`idle.rs`).
 //!
 //! It stands above the store (`store/`, which it commits every step to)
 //! and the agent (`agent/`, whose turns it starts and serves by message);
@@ -10,6 +11,7 @@
 mod actor;
 mod driver;
 mod handle;
+mod idle;
 mod manager;
 mod prompts;
 mod undo;

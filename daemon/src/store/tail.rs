@@ -229,6 +229,7 @@ mod tests {
             model: None,
             compression: None,
             rewound: Vec::new(),
+            allowed: Default::default(),
         };
         let mut first = append(&[1]);
         first.record = Some(record("old"));

@@ -23,6 +23,7 @@ fn record(id: &str) -> SessionRecord {
         model: None,
         compression: None,
         rewound: Vec::new(),
+        allowed: Default::default(),
     }
 }
 

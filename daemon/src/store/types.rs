@@ -73,6 +73,14 @@ pub struct SessionRecord {
     /// (the history itself keeps every entry).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rewound: Vec<(u64, u64)>,
+    /// What a person allowed for the rest of the session ("always"
+    /// answers): kept with the session, so an unload or a restart does
+    /// not forget it.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::policy::SessionAllowlist::is_empty"
+    )]
+    pub allowed: crate::policy::SessionAllowlist,
 }
 
 /// An event as stored and broadcast: its seq and its wire JSON. Shared

@@ -259,4 +259,8 @@ pub trait ToolInvocation: Send + Sync {
         cancel: CancellationToken,
         output: OutputSink,
     ) -> Result<ToolResult, ToolError>;
+    /// The policy rule that let the call run grants it the network in the
+    /// sandbox (`sandboxNetwork`, geminid's own); calls outside any
+    /// sandbox ignore it.
+    fn grant_network(&mut self) {}
 }

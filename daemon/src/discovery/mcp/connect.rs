@@ -63,6 +63,8 @@ pub struct Hooks {
     /// The last line a stdio server wrote that is not JSON (what was wrong
     /// with it); calls in flight watch it (see `stdio.rs`).
     pub invalid_json: tokio::sync::watch::Sender<Option<String>>,
+    /// A stdio server's sandbox, put on each spawn (`discovery/jail.rs`).
+    pub jail: Option<crate::discovery::jail::ServerJail>,
 }
 
 impl Hooks {
@@ -354,6 +356,17 @@ async fn connect_inner(
                 command: command.clone(),
                 source,
             };
+            if let Some(jail) = &handler.0.jail {
+                match jail.apply(&mut cmd) {
+                    Ok(None) => {}
+                    Ok(Some(note)) => tracing::warn!(command = %command, "MCP server: {note}"),
+                    Err(why) => {
+                        return Err(spawn_error(std::io::Error::other(format!(
+                            "not started: {why}"
+                        ))));
+                    }
+                }
+            }
             let child = cmd.spawn().map_err(spawn_error)?;
             // The group exists from the spawn on; guard it before the
             // handshake so a failed handshake leaves nothing running.

@@ -114,6 +114,7 @@ pub async fn probe(
 ) -> Result<ProbeReport, ProbeError> {
     let transport = transport_for(&request)?;
     let config = ServerConfig {
+        sandbox: crate::discovery::jail::ServerSandbox::default(),
         name: "probe".into(),
         transport,
         headers: request.headers.clone(),

@@ -130,7 +130,14 @@ impl Server {
     }
 
     /// A server whose connections' handler uses `hooks` (elicitation).
-    pub fn with_hooks(config: ServerConfig, hooks: Hooks) -> Arc<Server> {
+    pub fn with_hooks(config: ServerConfig, mut hooks: Hooks) -> Arc<Server> {
+        if let super::super::settings::Transport::Stdio { cwd, .. } = &config.transport {
+            hooks.jail = Some(crate::discovery::jail::ServerJail::new(
+                config.sandbox,
+                cwd.as_deref(),
+                &config.scope,
+            ));
+        }
         Arc::new(Server {
             config,
             hooks: Arc::new(hooks),

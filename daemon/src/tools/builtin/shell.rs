@@ -129,6 +129,7 @@ impl Tool for ShellTool {
             root_commands,
             config,
             sandbox: ctx.sandbox.clone(),
+            network_granted: false,
             roots: ctx.roots().iter().map(|r| r.path().to_path_buf()).collect(),
         }))
     }
@@ -192,6 +193,8 @@ struct ShellInvocation {
     root_commands: Vec<String>,
     config: ShellConfig,
     sandbox: crate::sandbox::SessionSandbox,
+    /// A policy rule granted the network (`sandboxNetwork`).
+    network_granted: bool,
     roots: Vec<PathBuf>,
 }
 
@@ -206,6 +209,10 @@ impl ShellInvocation {
 
 #[async_trait]
 impl ToolInvocation for ShellInvocation {
+    fn grant_network(&mut self) {
+        self.network_granted = true;
+    }
+
     fn description(&self) -> String {
         let mut d = self.params.command.clone();
         if self.params.directory.is_some() {
@@ -255,8 +262,12 @@ impl ToolInvocation for ShellInvocation {
         let opened = rustix::fs::fstat(&dir).map_err(|e| {
             ToolError::execution(format!("cannot stat {}: {e}", self.cwd.display()))
         })?;
+        let mut sandbox = self.sandbox.clone();
+        if self.network_granted {
+            sandbox.settings.network = true;
+        }
         let jail = super::shell_sandbox::Jail::decide(
-            &self.sandbox,
+            &sandbox,
             &self.roots,
             &self.cwd,
             (opened.st_dev, opened.st_ino),

@@ -1,0 +1,120 @@
+//! Instruction places that do not exist yet, through a real daemon: a
+//! sandboxed command cannot create `.gemini/settings.json` or
+//! `.git/hooks` in a workspace that lacks them (a new `.git` is reported),
+//! and ordinary work inside the workspace still succeeds.
+
+use std::path::Path;
+
+use geminid_protocol::tool::{CallState, ContentPart, ToolCallSnapshot};
+use geminid_tests::*;
+use serde_json::json;
+
+fn text_of(s: &ToolCallSnapshot) -> String {
+    let result: String = s
+        .result
+        .iter()
+        .flat_map(|r| &r.llm_content)
+        .filter_map(|p| match p {
+            ContentPart::Text { text } => Some(text.as_str()),
+            ContentPart::InlineData { .. } => None,
+        })
+        .collect();
+    let error = s
+        .error
+        .as_ref()
+        .map(|e| e.message.clone())
+        .unwrap_or_default();
+    format!("{result}{error}")
+}
+
+async fn shell(c: &Client, session: &str, command: &str) -> ToolCallSnapshot {
+    let snap = call_and_wait(
+        c,
+        session,
+        "run_shell_command",
+        json!({ "command": command }),
+    )
+    .await
+    .outcome
+    .expect("final snapshot");
+    assert_eq!(snap.state, CallState::Success, "{}", text_of(&snap));
+    snap
+}
+
+/// A daemon with its own TMPDIR, so the workspace is not inside a
+/// writable temp dir.
+fn daemon() -> (TestDaemon, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().unwrap();
+    let tmpdir = tmp.path().canonicalize().unwrap();
+    let d = TestDaemon::start_with_env(&[("TMPDIR", tmpdir.to_str().unwrap())]);
+    (d, tmp)
+}
+
+fn ok(snap: &ToolCallSnapshot) -> bool {
+    text_of(snap).contains("Exit Code: 0") || !text_of(snap).contains("Exit Code")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_without_gemini_cannot_be_given_one() {
+    let (d, _tmp) = daemon();
+    let c = d.client().await;
+    let ws: &Path = &d.workspace;
+    std::fs::create_dir_all(ws.join("src")).unwrap();
+    let session = yolo_session(&c, ws).await;
+    for a in [
+        "mkdir -p .gemini && echo '{}' > .gemini/settings.json",
+        "echo '{}' > .gemini/settings.json",
+        "rm -rf .gemini; mkdir .gemini; echo '{}' > .gemini/settings.json",
+        "mv .gemini .gemini.old && mkdir .gemini && echo '{}' > .gemini/settings.json",
+        "mkdir -p src/g && echo '{}' > src/g/settings.json && rmdir .gemini; mv src/g .gemini",
+    ] {
+        let snap = shell(&c, &session, a).await;
+        assert!(
+            !ws.join(".gemini/settings.json").exists(),
+            "{a}: {}",
+            text_of(&snap)
+        );
+    }
+    // Work in the workspace goes on, at its top level too.
+    let snap = shell(
+        &c,
+        &session,
+        "mkdir -p sub/deep && echo x > sub/deep/f && echo y > top.txt",
+    )
+    .await;
+    assert!(ok(&snap), "{}", text_of(&snap));
+    assert!(ws.join("sub/deep/f").is_file() && ws.join("top.txt").is_file());
+    // A `.git` a command creates where none was is reported.
+    let snap = shell(&c, &session, "mkdir .git").await;
+    assert!(
+        text_of(&snap).contains("Warning: the command created"),
+        "{}",
+        text_of(&snap)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_repository_without_hooks_cannot_be_given_them() {
+    let (d, _tmp) = daemon();
+    let c = d.client().await;
+    let ws: &Path = &d.workspace;
+    std::fs::create_dir_all(ws.join(".git/objects")).unwrap();
+    std::fs::write(ws.join(".git/config"), "[core]\n").unwrap();
+    let session = yolo_session(&c, ws).await;
+    for a in [
+        "mkdir -p .git/hooks; echo '#!/bin/sh' > .git/hooks/pre-commit",
+        "echo '#!/bin/sh' > .git/hooks/post-checkout",
+        "mkdir -p .gemini && echo '{}' > .gemini/settings.json",
+    ] {
+        let snap = shell(&c, &session, a).await;
+        let hooks: Vec<_> = std::fs::read_dir(ws.join(".git/hooks"))
+            .map(|r| r.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(hooks.is_empty(), "{a}: {hooks:?} {}", text_of(&snap));
+        assert!(!ws.join(".gemini/settings.json").exists(), "{a}");
+    }
+    // The repository's own work goes on, and new top-level files too.
+    let snap = shell(&c, &session, "mkdir -p .git/objects/ab && echo x > new.txt").await;
+    assert!(ok(&snap), "{}", text_of(&snap));
+    assert!(ws.join("new.txt").is_file());
+}
