@@ -105,6 +105,11 @@ impl Daemon {
                     }
                 },
             ),
+            // MCP OAuth tokens: private, in the data directory, kept
+            // across restarts.
+            Arc::new(crate::discovery::mcp::oauth::TokenStore::open(
+                config.data_dir.join("mcp-oauth-tokens.json"),
+            )),
         );
         let sessions = SessionManager::new(ActorDeps {
             store,

@@ -289,6 +289,13 @@ pub trait GeminidApi {
     /// they are declined, as for configured servers, since the daemon has
     /// nobody to ask. `gemctl mcp probe` sets it.
     ///
+    /// `oauth` is an `oauth` block as in a server entry (`clientId`,
+    /// `clientSecret`, `scopes`, ...): a server that answers 401 is
+    /// authorized as configured servers are, and a login's authorization
+    /// URL is followed by the daemon itself (no user: for servers that
+    /// approve at once, like the conformance suite's); the token lives as
+    /// long as the probe.
+    ///
     /// A call may take up to 120 s; the probe stops (and the server is
     /// told) when the client disconnects. A server that cannot be reached,
     /// listed or called is error -32050, saying which step failed.
@@ -302,6 +309,7 @@ pub trait GeminidApi {
         cwd: Option<String>,
         env: Option<BTreeMap<String, String>>,
         #[argument(rename = "acceptElicitationDefaults")] accept_elicitation_defaults: Option<bool>,
+        oauth: Option<Value>,
     ) -> RpcResult<McpProbeResult>;
 
     /// `tool.rediscover {sessionId?}`: runs `tools.discoveryCommand` again

@@ -43,6 +43,14 @@ pub enum McpCommand {
         /// An HTTP header NAME:VALUE (repeatable)
         #[arg(long = "header")]
         headers: Vec<String>,
+        /// An OAuth client registered beforehand (else dynamic
+        /// registration; with MCP_CONFORMANCE_CONTEXT set, its client_id)
+        #[arg(long)]
+        client_id: Option<String>,
+        /// That client's secret (with MCP_CONFORMANCE_CONTEXT set, its
+        /// client_secret)
+        #[arg(long)]
+        client_secret: Option<String>,
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         target: Vec<String>,
     },
@@ -88,8 +96,13 @@ pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
             call,
             args,
             headers,
+            client_id,
+            client_secret,
             target,
-        } => probe(ctx, call, args, headers, target).await,
+        } => {
+            let oauth = probe_oauth(client_id, client_secret);
+            probe(ctx, call, args, headers, oauth, target).await
+        }
     }
 }
 
@@ -150,11 +163,25 @@ fn scenario_call() -> Option<(String, Value)> {
     }
 }
 
+/// The probe's `oauth` block: the client given, else the one a conformance
+/// scenario registered beforehand (`MCP_CONFORMANCE_CONTEXT`).
+fn probe_oauth(client_id: Option<String>, client_secret: Option<String>) -> Option<Value> {
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or(Value::Null);
+    let field = |name: &str| context.get(name).and_then(Value::as_str).map(str::to_owned);
+    let client_id = client_id.or_else(|| field("client_id"))?;
+    let client_secret = client_secret.or_else(|| field("client_secret"));
+    Some(json!({"clientId": client_id, "clientSecret": client_secret}))
+}
+
 async fn probe(
     ctx: &Ctx,
     call: Option<String>,
     args: Option<String>,
     headers: Vec<String>,
+    oauth: Option<Value>,
     target: Vec<String>,
 ) -> Outcome {
     let mut header_map = BTreeMap::new();
@@ -205,6 +232,7 @@ async fn probe(
             cwd,
             Some(env),
             Some(true),
+            oauth,
         )
         .await?;
     for batch in &report.progress {

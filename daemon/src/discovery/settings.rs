@@ -48,6 +48,8 @@ pub struct ServerConfig {
     pub exclude_tools: Vec<String>,
     /// `user`, or `workspace:<root>`.
     pub scope: String,
+    /// The `oauth` block (HTTP and SSE servers).
+    pub oauth: Option<crate::discovery::mcp::oauth::OAuthSettings>,
 }
 
 impl ServerConfig {
@@ -219,7 +221,12 @@ fn server(name: &str, entry: &Value, scope: &str) -> Result<ServerConfig, String
             _ => return Err("`timeout` must be a positive number of milliseconds".into()),
         },
     };
+    let oauth = match entry.get("oauth") {
+        None | Some(Value::Null) => None,
+        Some(block) => Some(crate::discovery::mcp::oauth::settings::parse(block)?),
+    };
     Ok(ServerConfig {
+        oauth,
         name: name.to_owned(),
         transport,
         headers: map("headers"),

@@ -94,6 +94,7 @@ pub struct ProbeParams {
     pub cwd: Option<String>,
     pub env: Option<BTreeMap<String, String>>,
     pub accept_elicitation_defaults: Option<bool>,
+    pub oauth: Option<Value>,
 }
 
 pub async fn probe(params: ProbeParams, closed: CancellationToken) -> RpcResult<McpProbeResult> {
@@ -114,6 +115,13 @@ pub async fn probe(params: ProbeParams, closed: CancellationToken) -> RpcResult<
         }
         (None, None) => None,
     };
+    let oauth = match params.oauth {
+        None | Some(Value::Null) => None,
+        Some(block) => Some(
+            crate::discovery::mcp::oauth::settings::parse(&block)
+                .map_err(|e| rpc_error(code::INVALID_PARAMS, format!("oauth: {e}")))?,
+        ),
+    };
     let request = ProbeRequest {
         target: params.target,
         call,
@@ -121,6 +129,7 @@ pub async fn probe(params: ProbeParams, closed: CancellationToken) -> RpcResult<
         cwd: params.cwd.map(PathBuf::from),
         env: params.env.unwrap_or_default(),
         accept_elicitation_defaults: params.accept_elicitation_defaults.unwrap_or(false),
+        oauth,
     };
     match probe::probe(request, closed).await {
         Ok(report) => Ok(probe_result(report)),

@@ -415,6 +415,7 @@ impl GeminidApiServer for RpcHandler {
         cwd: Option<String>,
         env: Option<BTreeMap<String, String>>,
         accept_elicitation_defaults: Option<bool>,
+        oauth: Option<Value>,
     ) -> RpcResult<McpProbeResult> {
         let closed = ext
             .get::<ConnectionContext>()
@@ -428,6 +429,7 @@ impl GeminidApiServer for RpcHandler {
             cwd,
             env,
             accept_elicitation_defaults,
+            oauth,
         };
         mcp::probe(params, closed).await
     }

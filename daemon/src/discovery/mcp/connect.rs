@@ -310,12 +310,15 @@ fn install_crypto_provider() {
 }
 
 /// Connects and runs `initialize`, within [`CONNECT_TIMEOUT`].
+/// `bearer` is an OAuth access token for an HTTP or SSE server.
 pub async fn connect(
     transport: &Transport,
     headers: &BTreeMap<String, String>,
+    bearer: Option<String>,
     hooks: Arc<Hooks>,
 ) -> Result<Connection, ConnectError> {
-    match tokio::time::timeout(CONNECT_TIMEOUT, connect_inner(transport, headers, hooks)).await {
+    let connecting = connect_inner(transport, headers, bearer, hooks);
+    match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
         Ok(result) => result,
         Err(_) => Err(ConnectError::Timeout(CONNECT_TIMEOUT)),
     }
@@ -324,6 +327,7 @@ pub async fn connect(
 async fn connect_inner(
     transport: &Transport,
     headers: &BTreeMap<String, String>,
+    bearer: Option<String>,
     hooks: Arc<Hooks>,
 ) -> Result<Connection, ConnectError> {
     let handler = Handler(hooks);
@@ -378,6 +382,9 @@ async fn connect_inner(
                 };
                 config.custom_headers.insert(name, value);
             }
+            if bearer.is_some() {
+                config.auth_header = bearer;
+            }
             let transport = StreamableHttpClientTransport::from_config(config);
             let service = handler.serve(transport).await.map_err(init)?;
             Ok(Connection {
@@ -386,7 +393,11 @@ async fn connect_inner(
             })
         }
         Transport::Sse { url } => {
-            let pair = sse::connect(url, headers).await?;
+            let mut headers = headers.clone();
+            if let Some(token) = bearer {
+                headers.insert("Authorization".into(), format!("Bearer {token}"));
+            }
+            let pair = sse::connect(url, &headers).await?;
             let service = handler.serve(pair).await.map_err(init)?;
             Ok(Connection {
                 service,

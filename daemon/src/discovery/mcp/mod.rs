@@ -12,6 +12,7 @@ mod announce;
 pub mod connect;
 pub mod content;
 pub mod listing;
+pub mod oauth;
 pub mod probe;
 pub mod server;
 pub mod sse;
@@ -52,6 +53,8 @@ pub struct McpManager {
     tasks: TaskTracker,
     /// Serializes registry rebuilds.
     sync: Mutex<()>,
+    /// OAuth tokens of every server, shared by every session.
+    tokens: Arc<oauth::TokenStore>,
 }
 
 /// Forwards a server's events to the manager without a reference cycle.
@@ -76,8 +79,13 @@ impl Events for Relay {
 }
 
 impl McpManager {
-    pub fn new(registry: Arc<ToolRegistry>, on_status: StatusFn) -> Arc<McpManager> {
+    pub fn new(
+        registry: Arc<ToolRegistry>,
+        on_status: StatusFn,
+        tokens: Arc<oauth::TokenStore>,
+    ) -> Arc<McpManager> {
         Arc::new(McpManager {
+            tokens,
             registry,
             servers: Mutex::new(BTreeMap::new()),
             stops: Mutex::new(BTreeMap::new()),
@@ -111,7 +119,7 @@ impl McpManager {
                 ));
                 continue;
             }
-            let server = Server::new(config);
+            let server = Server::new(config, self.tokens.clone());
             servers.insert(server.name().to_owned(), server.clone());
             drop(servers);
             let stop = self.stop.child_token();

@@ -18,6 +18,8 @@ use super::connect::{self, Handler, Hooks, ProcessGroup};
 use super::content;
 use super::listing;
 pub use super::listing::{PromptInfo, RemoteTool};
+use super::oauth::TokenStore;
+use super::oauth::server_auth::{Refused, ServerAuth};
 use crate::discovery::settings::ServerConfig;
 use crate::tools::{OutputSink, ToolError, ToolErrorKind, ToolResult};
 
@@ -48,6 +50,9 @@ pub enum Status {
     Connecting,
     Connected,
     Disconnected,
+    /// The server wants an OAuth login (`gemctl mcp auth NAME`); no
+    /// reconnection is tried until then.
+    NeedsAuth,
 }
 
 impl Status {
@@ -56,6 +61,7 @@ impl Status {
             Status::Connecting => "connecting",
             Status::Connected => "connected",
             Status::Disconnected => "disconnected",
+            Status::NeedsAuth => "needs_auth",
         }
     }
 }
@@ -90,6 +96,8 @@ struct State {
 pub struct Server {
     pub config: ServerConfig,
     pub hooks: Arc<Hooks>,
+    /// Its OAuth tokens and login.
+    pub auth: ServerAuth,
     state: Mutex<State>,
     pub restart: Notify,
     /// A call found the connection broken (a failed request): the
@@ -125,15 +133,16 @@ impl Open {
 }
 
 impl Server {
-    pub fn new(config: ServerConfig) -> Arc<Server> {
-        Self::with_hooks(config, Hooks::default())
+    pub fn new(config: ServerConfig, tokens: Arc<TokenStore>) -> Arc<Server> {
+        Self::with_hooks(config, Hooks::default(), ServerAuth::new(tokens, false))
     }
 
     /// A server whose connections' handler uses `hooks` (elicitation).
-    pub fn with_hooks(config: ServerConfig, hooks: Hooks) -> Arc<Server> {
+    pub fn with_hooks(config: ServerConfig, hooks: Hooks, auth: ServerAuth) -> Arc<Server> {
         Arc::new(Server {
             config,
             hooks: Arc::new(hooks),
+            auth,
             state: Mutex::new(State {
                 status: Status::Disconnected,
                 message: None,
@@ -229,6 +238,14 @@ impl Server {
             if restart_now {
                 continue;
             }
+            if self.lock().status == Status::NeedsAuth {
+                // Only a login (which restarts it) helps.
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = self.restart.notified() => backoff = Duration::from_secs(1),
+                }
+                continue;
+            }
             tokio::select! {
                 () = stop.cancelled() => return,
                 () = self.restart.notified() => backoff = Duration::from_secs(1),
@@ -243,12 +260,27 @@ impl Server {
     /// disconnected, and the error says why.
     pub async fn open(&self, events: &dyn Events) -> Result<Open, String> {
         self.set(events, Status::Connecting, None);
-        let connected = connect::connect(
-            &self.config.transport,
-            &self.config.headers,
-            self.hooks.clone(),
-        )
-        .await;
+        let mut connected = self.connect_once().await;
+        if connected.is_err() {
+            // Refused for want of authorization? Then authorize (refresh,
+            // client credentials, or a probe's login) and try once more,
+            // or wait for a login.
+            match self.auth.after_refusal(&self.config).await {
+                Ok(true) => connected = self.connect_once().await,
+                Ok(false) => {}
+                Err(Refused::NeedsLogin(why)) => {
+                    self.set(events, Status::NeedsAuth, Some(why.clone()));
+                    self.attempt_done();
+                    return Err(why);
+                }
+                Err(Refused::Failed(e)) => {
+                    let problem = format!("authorization failed: {e}");
+                    self.set(events, Status::Disconnected, Some(problem.clone()));
+                    self.attempt_done();
+                    return Err(problem);
+                }
+            }
+        }
         let connect::Connection { service, group } = match connected {
             Ok(connection) => connection,
             Err(e) => {
@@ -276,6 +308,17 @@ impl Server {
         events.tools_changed();
         self.attempt_done();
         Ok(open)
+    }
+
+    async fn connect_once(&self) -> Result<connect::Connection, connect::ConnectError> {
+        let bearer = self.auth.bearer(&self.config).await;
+        connect::connect(
+            &self.config.transport,
+            &self.config.headers,
+            bearer,
+            self.hooks.clone(),
+        )
+        .await
     }
 
     /// Ends a connection [`Server::open`] opened; the server is
