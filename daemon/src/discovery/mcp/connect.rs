@@ -17,6 +17,7 @@ use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::Notify;
 
+use super::oauth;
 use super::sse;
 use super::stdio::ChildTransport;
 use crate::discovery::settings::Transport;
@@ -38,6 +39,9 @@ pub enum ConnectError {
     Sse(#[from] sse::SseError),
     #[error("initialize failed: {0}")]
     Initialize(String),
+    /// The server refused for want of authorization.
+    #[error("initialize failed: HTTP {}: the server wants authorization", .0.status)]
+    Refused(super::oauth::refusal::Refusal),
     #[error("no answer to initialize within {0:?}")]
     Timeout(Duration),
 }
@@ -331,7 +335,10 @@ async fn connect_inner(
     hooks: Arc<Hooks>,
 ) -> Result<Connection, ConnectError> {
     let handler = Handler(hooks);
-    let init = |e: rmcp::service::ClientInitializeError| ConnectError::Initialize(e.to_string());
+    let init = |e: rmcp::service::ClientInitializeError| match oauth::refusal::of_initialize(&e) {
+        Some(refusal) => ConnectError::Refused(refusal),
+        None => ConnectError::Initialize(e.to_string()),
+    };
     match transport {
         Transport::Stdio {
             command,

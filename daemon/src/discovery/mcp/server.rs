@@ -19,6 +19,7 @@ use super::content;
 use super::listing;
 pub use super::listing::{PromptInfo, RemoteTool};
 use super::oauth::TokenStore;
+use super::oauth::refusal::{self, Refusal};
 use super::oauth::server_auth::{Refused, ServerAuth};
 use crate::discovery::settings::ServerConfig;
 use crate::tools::{OutputSink, ToolError, ToolErrorKind, ToolResult};
@@ -260,44 +261,36 @@ impl Server {
     /// disconnected, and the error says why.
     pub async fn open(&self, events: &dyn Events) -> Result<Open, String> {
         self.set(events, Status::Connecting, None);
-        let mut connected = self.connect_once().await;
-        if connected.is_err() {
-            // Refused for want of authorization? Then authorize (refresh,
-            // client credentials, or a probe's login) and try once more,
-            // or wait for a login.
-            match self.auth.after_refusal(&self.config).await {
-                Ok(true) => connected = self.connect_once().await,
-                Ok(false) => {}
+        // One authorization per attempt: a server that refuses the new
+        // token too is not asked again in a loop.
+        let mut authorized = false;
+        let (open, peer) = loop {
+            let (problem, refusal) = match self.open_once().await {
+                Ok(opened) => break opened,
+                Err(failed) => failed,
+            };
+            let refused = if authorized {
+                Ok(false)
+            } else {
+                self.auth.after_refusal(&self.config, refusal).await
+            };
+            let problem = match refused {
+                Ok(true) => {
+                    authorized = true;
+                    continue;
+                }
+                Ok(false) => problem,
                 Err(Refused::NeedsLogin(why)) => {
                     self.set(events, Status::NeedsAuth, Some(why.clone()));
                     self.attempt_done();
                     return Err(why);
                 }
-                Err(Refused::Failed(e)) => {
-                    let problem = format!("authorization failed: {e}");
-                    self.set(events, Status::Disconnected, Some(problem.clone()));
-                    self.attempt_done();
-                    return Err(problem);
-                }
-            }
-        }
-        let connect::Connection { service, group } = match connected {
-            Ok(connection) => connection,
-            Err(e) => {
-                let problem = e.to_string();
-                self.set(events, Status::Disconnected, Some(problem.clone()));
-                self.attempt_done();
-                return Err(problem);
-            }
-        };
-        let open = Open { service, group };
-        let peer = open.service.peer().clone();
-        if let Err(problem) = self.refresh(&peer).await {
-            open.close().await;
+                Err(Refused::Failed(e)) => format!("{problem}; authorization failed: {e}"),
+            };
             self.set(events, Status::Disconnected, Some(problem.clone()));
             self.attempt_done();
             return Err(problem);
-        }
+        };
         {
             let mut s = self.lock();
             s.live = Some((peer.clone(), CancellationToken::new()));
@@ -310,15 +303,31 @@ impl Server {
         Ok(open)
     }
 
-    async fn connect_once(&self) -> Result<connect::Connection, connect::ConnectError> {
+    /// Connects with the current token and lists; on failure, why, and the
+    /// server's refusal when it was one.
+    async fn open_once(&self) -> Result<(Open, Peer<RoleClient>), (String, Option<Refusal>)> {
         let bearer = self.auth.bearer(&self.config).await;
-        connect::connect(
+        let connected = connect::connect(
             &self.config.transport,
             &self.config.headers,
             bearer,
             self.hooks.clone(),
         )
-        .await
+        .await;
+        let connect::Connection { service, group } = match connected {
+            Ok(connection) => connection,
+            Err(connect::ConnectError::Refused(refusal)) => {
+                return Err(("the server refused the connection".into(), Some(refusal)));
+            }
+            Err(e) => return Err((e.to_string(), None)),
+        };
+        let open = Open { service, group };
+        let peer = open.service.peer().clone();
+        if let Err(failed) = self.refresh(&peer).await {
+            open.close().await;
+            return Err(failed);
+        }
+        Ok((open, peer))
     }
 
     /// Ends a connection [`Server::open`] opened; the server is
@@ -374,11 +383,11 @@ impl Server {
     }
 
     /// Lists tools and prompts (prompts are optional: errors mean none).
-    async fn refresh(&self, peer: &Peer<RoleClient>) -> Result<(), String> {
+    async fn refresh(&self, peer: &Peer<RoleClient>) -> Result<(), (String, Option<Refusal>)> {
         let tools = tokio::time::timeout(LIST_TIMEOUT, peer.list_all_tools())
             .await
-            .map_err(|_| "tools/list timed out".to_owned())?
-            .map_err(|e| format!("tools/list failed: {e}"))?;
+            .map_err(|_| ("tools/list timed out".to_owned(), None))?
+            .map_err(|e| (format!("tools/list failed: {e}"), refusal::of_service(&e)))?;
         let prompts = match tokio::time::timeout(LIST_TIMEOUT, peer.list_all_prompts()).await {
             Ok(Ok(prompts)) => prompts,
             Ok(Err(_)) | Err(_) => Vec::new(),

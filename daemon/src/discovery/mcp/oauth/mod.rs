@@ -14,6 +14,7 @@ pub mod flow;
 pub mod grant;
 pub mod loopback;
 pub mod pkce;
+pub mod refusal;
 pub mod server_auth;
 pub mod settings;
 pub mod store;

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use super::challenge::Challenge;
 use super::flow::{self, Login};
+use super::refusal::Refusal;
 use super::store::{self, TokenStore, now_secs};
 use super::{OAuthError, fetch, grant};
 use crate::discovery::settings::{ServerConfig, Transport};
@@ -95,10 +96,15 @@ impl ServerAuth {
         }
     }
 
-    /// After a failed connection: asks the server whether it wants
-    /// authorization. `Ok(false)`: it does not (the failure is another
-    /// one); `Ok(true)`: a new token was stored, connect again.
-    pub async fn after_refusal(&self, config: &ServerConfig) -> Result<bool, Refused> {
+    /// After a failed connection (`refusal`: what the server said, when
+    /// rmcp saw it; else the server is asked without a token): whether it
+    /// wants authorization. `Ok(false)`: it does not (the failure is
+    /// another one); `Ok(true)`: a new token was stored, connect again.
+    pub async fn after_refusal(
+        &self,
+        config: &ServerConfig,
+        refusal: Option<Refusal>,
+    ) -> Result<bool, Refused> {
         let Some((url, sse)) = remote(config) else {
             return Ok(false);
         };
@@ -106,9 +112,12 @@ impl ServerAuth {
             return Ok(false);
         };
         let http = fetch::client().map_err(Refused::Failed)?;
-        let challenge = match fetch::challenge(&http, url, sse, &config.headers).await {
-            Ok(Some((_, challenge))) => challenge,
-            Ok(None) | Err(_) => return Ok(false),
+        let challenge = match refusal {
+            Some(refusal) => refusal.challenge,
+            None => match fetch::challenge(&http, url, sse, &config.headers).await {
+                Ok(Some((_, challenge))) => challenge,
+                Ok(None) | Err(_) => return Ok(false),
+            },
         };
         // A token that was refused: a refresh may be all it needs.
         if let Some(old) = self.tokens.get(&key) {
