@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::event::SessionEvent;
 use std::collections::BTreeMap;
 
-use crate::mcp::{CommandDiscoveryInfo, McpList, McpProbeResult, McpServerInfo};
+use crate::mcp::{CommandDiscoveryInfo, McpList, McpLogin, McpProbeResult, McpServerInfo};
 use crate::policy::{PolicyCheckResult, PolicyList};
 use crate::session::{
     Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SandboxCheck, SessionInfo,
@@ -320,4 +320,21 @@ pub trait GeminidApi {
         &self,
         #[argument(rename = "sessionId")] session_id: Option<String>,
     ) -> RpcResult<CommandDiscoveryInfo>;
+
+    /// `mcp.auth {name}`: starts an OAuth login for the HTTP or SSE server
+    /// `name` (discovery, registration or the configured client, PKCE) and
+    /// answers with the authorization URL. The daemon listens for the
+    /// redirect on 127.0.0.1 (the `oauth.redirectUri` port, else a free
+    /// one) for 5 minutes; `mcp.authWait` waits for it. A new `mcp.auth`
+    /// replaces a login still waiting. Error -32051 when it cannot start.
+    #[method(name = "mcp.auth", param_kind = map)]
+    async fn auth_mcp(&self, name: String) -> RpcResult<McpLogin>;
+
+    /// `mcp.authWait {name}`: waits for the redirect of the login
+    /// `mcp.auth` started, exchanges the code, stores the token (0600, in
+    /// the data directory, shared by every session, kept across restarts)
+    /// and reconnects the server; answers with its state after that
+    /// attempt. Error -32051 when the login failed or timed out.
+    #[method(name = "mcp.authWait", param_kind = map)]
+    async fn auth_wait_mcp(&self, name: String) -> RpcResult<McpServerInfo>;
 }

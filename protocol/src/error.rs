@@ -49,3 +49,7 @@ pub const STORE_ERROR: i32 = -32030;
 /// `mcp.probe` could not connect to the server, list its tools or call
 /// the tool; the message says which and why.
 pub const MCP_PROBE_FAILED: i32 = -32050;
+/// `mcp.auth` / `mcp.authWait`: an OAuth login could not be started or
+/// completed (discovery, registration, the redirect or the token request
+/// failed); the message says which.
+pub const MCP_AUTH_FAILED: i32 = -32051;

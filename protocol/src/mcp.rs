@@ -107,3 +107,12 @@ pub enum McpProbeContent {
         bytes: u64,
     },
 }
+
+/// An OAuth login `mcp.auth` started: where the user authorizes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpLogin {
+    pub name: String,
+    /// The authorization URL to open in a browser.
+    pub url: String,
+}

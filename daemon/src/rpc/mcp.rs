@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use geminid_protocol::error as code;
 use geminid_protocol::mcp::{
-    CommandDiscoveryInfo, McpList, McpProbeCall, McpProbeContent, McpProbeResult, McpPromptInfo,
-    McpServerInfo,
+    CommandDiscoveryInfo, McpList, McpLogin, McpProbeCall, McpProbeContent, McpProbeResult,
+    McpPromptInfo, McpServerInfo,
 };
 use jsonrpsee::core::RpcResult;
 use serde_json::Value;
@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::rpc_error;
 use crate::daemon::Daemon;
 use crate::discovery::CommandState;
+use crate::discovery::mcp::McpError;
 use crate::discovery::mcp::probe::{self, ProbeError, ProbeReport, ProbeRequest};
 use crate::discovery::mcp::server::ServerSnapshot;
 use crate::tools::ContentPart;
@@ -68,6 +69,25 @@ pub async fn restart(daemon: &Daemon, name: &str) -> RpcResult<McpServerInfo> {
         .await
         .map(server_info)
         .map_err(|e| rpc_error(code::INVALID_PARAMS, e.to_string()))
+}
+
+pub async fn auth(daemon: &Daemon, name: &str) -> RpcResult<McpLogin> {
+    match daemon.discovery.mcp.begin_login(name).await {
+        Ok(url) => Ok(McpLogin {
+            name: name.to_owned(),
+            url,
+        }),
+        Err(e @ McpError::UnknownServer(_)) => Err(rpc_error(code::INVALID_PARAMS, e.to_string())),
+        Err(e @ McpError::OAuth(_)) => Err(rpc_error(code::MCP_AUTH_FAILED, e.to_string())),
+    }
+}
+
+pub async fn auth_wait(daemon: &Daemon, name: &str) -> RpcResult<McpServerInfo> {
+    match daemon.discovery.mcp.finish_login(name).await {
+        Ok(snapshot) => Ok(server_info(snapshot)),
+        Err(e @ McpError::UnknownServer(_)) => Err(rpc_error(code::INVALID_PARAMS, e.to_string())),
+        Err(e @ McpError::OAuth(_)) => Err(rpc_error(code::MCP_AUTH_FAILED, e.to_string())),
+    }
 }
 
 pub async fn rediscover(

@@ -15,7 +15,9 @@ use std::sync::Arc;
 use geminid_protocol::PROTOCOL_VERSION;
 use geminid_protocol::api::GeminidApiServer;
 use geminid_protocol::error as code;
-use geminid_protocol::mcp::{CommandDiscoveryInfo, McpList, McpProbeResult, McpServerInfo};
+use geminid_protocol::mcp::{
+    CommandDiscoveryInfo, McpList, McpLogin, McpProbeResult, McpServerInfo,
+};
 use geminid_protocol::policy::{PolicyCheckResult, PolicyList};
 use geminid_protocol::session::{
     Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SandboxCheck, SessionInfo,
@@ -403,6 +405,14 @@ impl GeminidApiServer for RpcHandler {
         session_id: Option<String>,
     ) -> RpcResult<CommandDiscoveryInfo> {
         mcp::rediscover(&self.daemon, session_id).await
+    }
+
+    async fn auth_mcp(&self, name: String) -> RpcResult<McpLogin> {
+        mcp::auth(&self.daemon, &name).await
+    }
+
+    async fn auth_wait_mcp(&self, name: String) -> RpcResult<McpServerInfo> {
+        mcp::auth_wait(&self.daemon, &name).await
     }
 
     async fn probe_mcp(

@@ -40,6 +40,8 @@ pub type StatusFn = Arc<dyn Fn(&str, &str, &str, Option<&str>) + Send + Sync>;
 pub enum McpError {
     #[error("no MCP server named {0:?}")]
     UnknownServer(String),
+    #[error("{0}")]
+    OAuth(#[from] oauth::OAuthError),
 }
 
 pub struct McpManager {
@@ -201,16 +203,32 @@ impl McpManager {
         self.servers().iter().map(|s| s.snapshot()).collect()
     }
 
-    /// Reconnects `name` now; returns its state after the new attempt (or
-    /// after the connect timeout).
-    pub async fn restart(&self, name: &str) -> Result<ServerSnapshot, McpError> {
-        let server = self
-            .servers
+    fn server(&self, name: &str) -> Result<Arc<Server>, McpError> {
+        self.servers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(name)
             .cloned()
-            .ok_or_else(|| McpError::UnknownServer(name.to_owned()))?;
+            .ok_or_else(|| McpError::UnknownServer(name.to_owned()))
+    }
+
+    /// Starts an OAuth login for `name`; returns the URL to open.
+    pub async fn begin_login(&self, name: &str) -> Result<String, McpError> {
+        let server = self.server(name)?;
+        Ok(server.auth.begin_login(&server.config).await?)
+    }
+
+    /// Waits for the login's redirect, stores the token and reconnects.
+    pub async fn finish_login(&self, name: &str) -> Result<ServerSnapshot, McpError> {
+        let server = self.server(name)?;
+        server.auth.finish_login(&server.config).await?;
+        self.restart(name).await
+    }
+
+    /// Reconnects `name` now; returns its state after the new attempt (or
+    /// after the connect timeout).
+    pub async fn restart(&self, name: &str) -> Result<ServerSnapshot, McpError> {
+        let server = self.server(name)?;
         let mut attempts = server.attempts.subscribe();
         attempts.mark_unchanged();
         server.restart.notify_one();

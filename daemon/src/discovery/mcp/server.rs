@@ -352,6 +352,13 @@ impl Server {
         let mut ping = tokio::time::interval(ping_every());
         ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ping.tick().await;
+        // An OAuth token is refreshed before it expires: the connection
+        // carries it, so the server is reconnected with the new one.
+        // (A token already due could not be refreshed: the server's 401
+        // will tell when it is really over.)
+        let refresh_in = self.auth.refresh_in(&self.config).filter(|d| !d.is_zero());
+        let token_due = tokio::time::sleep(refresh_in.unwrap_or(Duration::from_secs(86_400)));
+        let mut token_due = std::pin::pin!(token_due);
         let (restart, reason, over) = loop {
             tokio::select! {
                 _ = &mut ended => break (false, "the server closed the connection (it exited or closed its output)", true),
@@ -368,6 +375,9 @@ impl Server {
                     }
                 }
                 () = self.restart.notified() => break (true, "restarting", false),
+                () = &mut token_due, if refresh_in.is_some() => {
+                    break (true, "reconnecting with a refreshed OAuth token", false)
+                }
                 () = stop.cancelled() => break (false, "the daemon is stopping", false),
             }
         };
