@@ -31,6 +31,12 @@ pub fn challenge_of(verifier: &str) -> String {
     ))
 }
 
+impl Default for Pkce {
+    fn default() -> Pkce {
+        Pkce::new()
+    }
+}
+
 impl Pkce {
     pub fn new() -> Pkce {
         let verifier = random_token();
