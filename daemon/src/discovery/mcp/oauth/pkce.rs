@@ -55,7 +55,7 @@ mod tests {
     fn s256_matches_rfc_7636_appendix_b() {
         assert_eq!(
             challenge_of("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
-            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGeSJWQ-cM"
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
         );
         let p = Pkce::new();
         assert_eq!(p.verifier.len(), 43);
