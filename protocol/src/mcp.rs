@@ -21,7 +21,8 @@ pub struct McpList {
 #[serde(rename_all = "camelCase")]
 pub struct McpServerInfo {
     pub name: String,
-    /// `connecting`, `connected` or `disconnected`.
+    /// `connecting`, `connected`, `disconnected`, or `needs_auth` (an
+    /// HTTP or SSE server that wants an OAuth login: `mcp.auth`).
     pub status: String,
     /// `stdio`, `sse` or `http`.
     pub transport: String,
