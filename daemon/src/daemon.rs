@@ -105,6 +105,11 @@ impl Daemon {
                     }
                 },
             ),
+            // MCP OAuth tokens: private, in the data directory, kept
+            // across restarts.
+            Arc::new(crate::discovery::mcp::oauth::TokenStore::open(
+                config.data_dir.join("mcp-oauth-tokens.json"),
+            )),
         );
         let places = Arc::new(sandbox_places(&crate::safety::DaemonPaths::of(&config)));
         // The discovery command and stdio MCP servers get the sandbox too.

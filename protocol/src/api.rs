@@ -14,7 +14,7 @@ use serde_json::Value;
 use crate::event::SessionEvent;
 use std::collections::BTreeMap;
 
-use crate::mcp::{CommandDiscoveryInfo, McpList, McpProbeResult, McpServerInfo};
+use crate::mcp::{CommandDiscoveryInfo, McpList, McpLogin, McpProbeResult, McpServerInfo};
 use crate::policy::{PolicyCheckResult, PolicyList};
 use crate::session::{
     Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SandboxCheck, SessionInfo,
@@ -289,6 +289,13 @@ pub trait GeminidApi {
     /// they are declined, as for configured servers, since the daemon has
     /// nobody to ask. `gemctl mcp probe` sets it.
     ///
+    /// `oauth` is an `oauth` block as in a server entry (`clientId`,
+    /// `clientSecret`, `scopes`, ...): a server that answers 401 is
+    /// authorized as configured servers are, and a login's authorization
+    /// URL is followed by the daemon itself (no user: for servers that
+    /// approve at once, like the conformance suite's); the token lives as
+    /// long as the probe.
+    ///
     /// A call may take up to 120 s; the probe stops (and the server is
     /// told) when the client disconnects. A server that cannot be reached,
     /// listed or called is error -32050, saying which step failed.
@@ -302,6 +309,7 @@ pub trait GeminidApi {
         cwd: Option<String>,
         env: Option<BTreeMap<String, String>>,
         #[argument(rename = "acceptElicitationDefaults")] accept_elicitation_defaults: Option<bool>,
+        oauth: Option<Value>,
     ) -> RpcResult<McpProbeResult>;
 
     /// `tool.rediscover {sessionId?}`: runs `tools.discoveryCommand` again
@@ -347,4 +355,20 @@ pub trait GeminidApi {
         #[argument(rename = "sessionId")] session_id: String,
         #[argument(rename = "atTurn")] at_turn: Option<String>,
     ) -> RpcResult<SessionInfo>;
+    /// `mcp.auth {name}`: starts an OAuth login for the HTTP or SSE server
+    /// `name` (discovery, registration or the configured client, PKCE) and
+    /// answers with the authorization URL. The daemon listens for the
+    /// redirect on 127.0.0.1 (the `oauth.redirectUri` port, else a free
+    /// one) for 5 minutes; `mcp.authWait` waits for it. A new `mcp.auth`
+    /// replaces a login still waiting. Error -32051 when it cannot start.
+    #[method(name = "mcp.auth", param_kind = map)]
+    async fn auth_mcp(&self, name: String) -> RpcResult<McpLogin>;
+
+    /// `mcp.authWait {name}`: waits for the redirect of the login
+    /// `mcp.auth` started, exchanges the code, stores the token (0600, in
+    /// the data directory, shared by every session, kept across restarts)
+    /// and reconnects the server; answers with its state after that
+    /// attempt. Error -32051 when the login failed or timed out.
+    #[method(name = "mcp.authWait", param_kind = map)]
+    async fn auth_wait_mcp(&self, name: String) -> RpcResult<McpServerInfo>;
 }

@@ -53,3 +53,7 @@ pub const MCP_PROBE_FAILED: i32 = -32050;
 /// session's last edit of them; `data.conflicts` names each with a diff.
 /// Pass `force` to overwrite them.
 pub const RESTORE_CONFLICT: i32 = -32043;
+/// `mcp.auth` / `mcp.authWait`: an OAuth login could not be started or
+/// completed (discovery, registration, the redirect or the token request
+/// failed); the message says which.
+pub const MCP_AUTH_FAILED: i32 = -32051;

@@ -21,7 +21,8 @@ pub struct McpList {
 #[serde(rename_all = "camelCase")]
 pub struct McpServerInfo {
     pub name: String,
-    /// `connecting`, `connected` or `disconnected`.
+    /// `connecting`, `connected`, `disconnected`, or `needs_auth` (an
+    /// HTTP or SSE server that wants an OAuth login: `mcp.auth`).
     pub status: String,
     /// `stdio`, `sse` or `http`.
     pub transport: String,
@@ -106,4 +107,13 @@ pub enum McpProbeContent {
         /// Its size in bytes (decoded).
         bytes: u64,
     },
+}
+
+/// An OAuth login `mcp.auth` started: where the user authorizes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpLogin {
+    pub name: String,
+    /// The authorization URL to open in a browser.
+    pub url: String,
 }

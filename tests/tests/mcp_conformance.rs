@@ -1,6 +1,15 @@
-//! The MCP conformance suite's core client scenarios that need no OAuth,
-//! with `gemctl mcp probe` as the client under test: the daemon's MCP
-//! client, reached through `mcp.probe`.
+//! The MCP conformance suite's client scenarios, with `gemctl mcp probe`
+//! as the client under test: the daemon's MCP client, reached through
+//! `mcp.probe`. In the `auth/*` ones the probe authorizes as a configured
+//! server does (the same discovery, registration, PKCE and token code);
+//! the login's authorization URL is followed by the daemon itself, since
+//! the suite's authorization server approves at once.
+//!
+//! Not run (not supported yet): `auth/basic-cimd` (geminid publishes no
+//! client metadata document), `auth/scope-step-up` (a 403 asking for more
+//! scope in the middle of a call), `auth/client-credentials-jwt`
+//! (`private_key_jwt`) and `auth/cross-app-access-complete-flow` (token
+//! exchange with an identity provider).
 
 mod peers;
 
@@ -59,4 +68,37 @@ fn elicitation_defaults() {
 #[test]
 fn sse_retry() {
     scenario("sse-retry");
+}
+
+/// One test per `auth/*` scenario geminid passes.
+macro_rules! auth_scenarios {
+    ($($test:ident => $name:literal,)*) => {
+        $(
+            #[test]
+            fn $test() {
+                scenario(concat!("auth/", $name));
+            }
+        )*
+    };
+}
+
+auth_scenarios! {
+    auth_metadata_default => "metadata-default",
+    auth_metadata_var1 => "metadata-var1",
+    auth_metadata_var2 => "metadata-var2",
+    auth_metadata_var3 => "metadata-var3",
+    auth_scope_from_www_authenticate => "scope-from-www-authenticate",
+    auth_scope_from_scopes_supported => "scope-from-scopes-supported",
+    auth_scope_omitted_when_undefined => "scope-omitted-when-undefined",
+    auth_scope_retry_limit => "scope-retry-limit",
+    auth_token_endpoint_auth_basic => "token-endpoint-auth-basic",
+    auth_token_endpoint_auth_post => "token-endpoint-auth-post",
+    auth_token_endpoint_auth_none => "token-endpoint-auth-none",
+    auth_pre_registration => "pre-registration",
+    auth_2025_03_26_oauth_metadata_backcompat => "2025-03-26-oauth-metadata-backcompat",
+    auth_2025_03_26_oauth_endpoint_fallback => "2025-03-26-oauth-endpoint-fallback",
+    auth_resource_mismatch => "resource-mismatch",
+    auth_offline_access_scope => "offline-access-scope",
+    auth_offline_access_not_supported => "offline-access-not-supported",
+    auth_client_credentials_basic => "client-credentials-basic",
 }

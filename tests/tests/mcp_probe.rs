@@ -222,6 +222,7 @@ async fn elicitation_is_declined_unless_the_probe_accepts_defaults() {
                     None,
                     None,
                     accept,
+                    None,
                 )
                 .await
                 .expect("mcp.probe");
@@ -257,6 +258,7 @@ async fn a_client_that_goes_away_ends_the_probe_and_its_server() {
             .probe_mcp(
                 vec!["python3".into(), script, arg],
                 Some("slow".into()),
+                None,
                 None,
                 None,
                 None,

@@ -43,8 +43,27 @@ pub enum McpCommand {
         /// An HTTP header NAME:VALUE (repeatable)
         #[arg(long = "header")]
         headers: Vec<String>,
+        /// An OAuth client registered beforehand (else dynamic
+        /// registration; with MCP_CONFORMANCE_CONTEXT set, its client_id)
+        #[arg(long)]
+        client_id: Option<String>,
+        /// That client's secret (with MCP_CONFORMANCE_CONTEXT set, its
+        /// client_secret)
+        #[arg(long)]
+        client_secret: Option<String>,
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         target: Vec<String>,
+    },
+    /// Log in to an HTTP or SSE server that wants OAuth: prints (and tries
+    /// to open) the authorization URL; the daemon receives the redirect
+    #[command(
+        after_help = "The daemon listens for the redirect on 127.0.0.1 (the server's oauth.redirectUri port, else a free one) for 5 minutes, stores the token (0600, in its data directory, shared by every session, kept across restarts) and reconnects the server.\n\nExamples:\n  gemctl mcp auth linear\n  gemctl mcp auth linear --no-browser"
+    )]
+    Auth {
+        name: String,
+        /// Only print the URL; do not try to open a browser
+        #[arg(long)]
+        no_browser: bool,
     },
     /// Serve the daemon's tools as an MCP server on stdio; calls run
     /// through one session's scheduler and policy
@@ -72,6 +91,7 @@ pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
                 exit::FAILED
             })
         }
+        McpCommand::Auth { name, no_browser } => auth(ctx, name, no_browser).await,
         McpCommand::Rediscover { session } => {
             let client = ctx.connect().await?;
             let info = client.rediscover_tools(session).await?;
@@ -88,9 +108,55 @@ pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
             call,
             args,
             headers,
+            client_id,
+            client_secret,
             target,
-        } => probe(ctx, call, args, headers, target).await,
+        } => {
+            let oauth = probe_oauth(client_id, client_secret);
+            probe(ctx, call, args, headers, oauth, target).await
+        }
     }
+}
+
+/// `mcp auth NAME`: the login's URL, then its end.
+async fn auth(ctx: &Ctx, name: String, no_browser: bool) -> Outcome {
+    let client = ctx.connect().await?;
+    let login = client.auth_mcp(name.clone()).await?;
+    // The URL goes to stderr in JSON mode, so stdout stays one document.
+    if ctx.json {
+        eprintln!("{}", login.url);
+    } else {
+        outln!("Open this URL to log in to {name}:\n  {}", login.url);
+    }
+    if !no_browser {
+        open_browser(&login.url);
+    }
+    let info = client.auth_wait_mcp(name).await?;
+    if ctx.json {
+        return print_json(&info);
+    }
+    let message = info.message.map(|m| format!(" ({m})")).unwrap_or_default();
+    outln!("{}: {}{message}", info.name, info.status);
+    Ok(if info.status == "connected" {
+        exit::OK
+    } else {
+        exit::FAILED
+    })
+}
+
+/// Tries `$BROWSER`, then `xdg-open`; a machine without either still has
+/// the printed URL.
+fn open_browser(url: &str) {
+    let browser = std::env::var("BROWSER")
+        .ok()
+        .filter(|b| !b.is_empty())
+        .unwrap_or_else(|| "xdg-open".to_owned());
+    let _ = std::process::Command::new(browser)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
 }
 
 async fn list(ctx: &Ctx) -> Outcome {
@@ -150,11 +216,25 @@ fn scenario_call() -> Option<(String, Value)> {
     }
 }
 
+/// The probe's `oauth` block: the client given, else the one a conformance
+/// scenario registered beforehand (`MCP_CONFORMANCE_CONTEXT`).
+fn probe_oauth(client_id: Option<String>, client_secret: Option<String>) -> Option<Value> {
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or(Value::Null);
+    let field = |name: &str| context.get(name).and_then(Value::as_str).map(str::to_owned);
+    let client_id = client_id.or_else(|| field("client_id"))?;
+    let client_secret = client_secret.or_else(|| field("client_secret"));
+    Some(json!({"clientId": client_id, "clientSecret": client_secret}))
+}
+
 async fn probe(
     ctx: &Ctx,
     call: Option<String>,
     args: Option<String>,
     headers: Vec<String>,
+    oauth: Option<Value>,
     target: Vec<String>,
 ) -> Outcome {
     let mut header_map = BTreeMap::new();
@@ -205,6 +285,7 @@ async fn probe(
             cwd,
             Some(env),
             Some(true),
+            oauth,
         )
         .await?;
     for batch in &report.progress {

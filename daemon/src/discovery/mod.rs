@@ -60,9 +60,10 @@ impl Discovery {
         registry: Arc<ToolRegistry>,
         user_settings: PathBuf,
         on_status: StatusFn,
+        tokens: Arc<mcp::oauth::TokenStore>,
     ) -> Arc<Self> {
         Arc::new(Discovery {
-            mcp: McpManager::new(registry.clone(), on_status),
+            mcp: McpManager::new(registry.clone(), on_status, tokens),
             registry,
             user_settings,
             command: Mutex::new(None),

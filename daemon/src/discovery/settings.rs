@@ -50,6 +50,8 @@ pub struct ServerConfig {
     pub scope: String,
     /// The entry's `sandbox` (stdio servers only; `jail.rs`).
     pub sandbox: super::jail::ServerSandbox,
+    /// The `oauth` block (HTTP and SSE servers).
+    pub oauth: Option<crate::discovery::mcp::oauth::OAuthSettings>,
 }
 
 impl ServerConfig {
@@ -227,8 +229,13 @@ fn server(name: &str, entry: &Value, scope: &str) -> Result<ServerConfig, String
         (choice, None) => choice,
         (_, Some(problem)) => return Err(problem),
     };
+    let oauth = match entry.get("oauth") {
+        None | Some(Value::Null) => None,
+        Some(block) => Some(crate::discovery::mcp::oauth::settings::parse(block)?),
+    };
     Ok(ServerConfig {
         sandbox,
+        oauth,
         name: name.to_owned(),
         transport,
         headers: map("headers"),

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 
 use geminid_protocol::error as code;
 use geminid_protocol::mcp::{
-    CommandDiscoveryInfo, McpList, McpProbeCall, McpProbeContent, McpProbeResult, McpPromptInfo,
-    McpServerInfo,
+    CommandDiscoveryInfo, McpList, McpLogin, McpProbeCall, McpProbeContent, McpProbeResult,
+    McpPromptInfo, McpServerInfo,
 };
 use jsonrpsee::core::RpcResult;
 use serde_json::Value;
@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::rpc_error;
 use crate::daemon::Daemon;
 use crate::discovery::CommandState;
+use crate::discovery::mcp::McpError;
 use crate::discovery::mcp::probe::{self, ProbeError, ProbeReport, ProbeRequest};
 use crate::discovery::mcp::server::ServerSnapshot;
 use crate::tools::ContentPart;
@@ -70,6 +71,25 @@ pub async fn restart(daemon: &Daemon, name: &str) -> RpcResult<McpServerInfo> {
         .map_err(|e| rpc_error(code::INVALID_PARAMS, e.to_string()))
 }
 
+pub async fn auth(daemon: &Daemon, name: &str) -> RpcResult<McpLogin> {
+    match daemon.discovery.mcp.begin_login(name).await {
+        Ok(url) => Ok(McpLogin {
+            name: name.to_owned(),
+            url,
+        }),
+        Err(e @ McpError::UnknownServer(_)) => Err(rpc_error(code::INVALID_PARAMS, e.to_string())),
+        Err(e @ McpError::OAuth(_)) => Err(rpc_error(code::MCP_AUTH_FAILED, e.to_string())),
+    }
+}
+
+pub async fn auth_wait(daemon: &Daemon, name: &str) -> RpcResult<McpServerInfo> {
+    match daemon.discovery.mcp.finish_login(name).await {
+        Ok(snapshot) => Ok(server_info(snapshot)),
+        Err(e @ McpError::UnknownServer(_)) => Err(rpc_error(code::INVALID_PARAMS, e.to_string())),
+        Err(e @ McpError::OAuth(_)) => Err(rpc_error(code::MCP_AUTH_FAILED, e.to_string())),
+    }
+}
+
 pub async fn rediscover(
     daemon: &Daemon,
     session_id: Option<String>,
@@ -94,6 +114,7 @@ pub struct ProbeParams {
     pub cwd: Option<String>,
     pub env: Option<BTreeMap<String, String>>,
     pub accept_elicitation_defaults: Option<bool>,
+    pub oauth: Option<Value>,
 }
 
 pub async fn probe(params: ProbeParams, closed: CancellationToken) -> RpcResult<McpProbeResult> {
@@ -114,6 +135,13 @@ pub async fn probe(params: ProbeParams, closed: CancellationToken) -> RpcResult<
         }
         (None, None) => None,
     };
+    let oauth = match params.oauth {
+        None | Some(Value::Null) => None,
+        Some(block) => Some(
+            crate::discovery::mcp::oauth::settings::parse(&block)
+                .map_err(|e| rpc_error(code::INVALID_PARAMS, format!("oauth: {e}")))?,
+        ),
+    };
     let request = ProbeRequest {
         target: params.target,
         call,
@@ -121,6 +149,7 @@ pub async fn probe(params: ProbeParams, closed: CancellationToken) -> RpcResult<
         cwd: params.cwd.map(PathBuf::from),
         env: params.env.unwrap_or_default(),
         accept_elicitation_defaults: params.accept_elicitation_defaults.unwrap_or(false),
+        oauth,
     };
     match probe::probe(request, closed).await {
         Ok(report) => Ok(probe_result(report)),

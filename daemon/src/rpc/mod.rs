@@ -16,7 +16,9 @@ use std::sync::Arc;
 use geminid_protocol::PROTOCOL_VERSION;
 use geminid_protocol::api::GeminidApiServer;
 use geminid_protocol::error as code;
-use geminid_protocol::mcp::{CommandDiscoveryInfo, McpList, McpProbeResult, McpServerInfo};
+use geminid_protocol::mcp::{
+    CommandDiscoveryInfo, McpList, McpLogin, McpProbeResult, McpServerInfo,
+};
 use geminid_protocol::policy::{PolicyCheckResult, PolicyList};
 use geminid_protocol::session::{
     Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SandboxCheck, SessionInfo,
@@ -446,6 +448,14 @@ impl GeminidApiServer for RpcHandler {
         self.info(&handle).await
     }
 
+    async fn auth_mcp(&self, name: String) -> RpcResult<McpLogin> {
+        mcp::auth(&self.daemon, &name).await
+    }
+
+    async fn auth_wait_mcp(&self, name: String) -> RpcResult<McpServerInfo> {
+        mcp::auth_wait(&self.daemon, &name).await
+    }
+
     async fn probe_mcp(
         &self,
         ext: &Extensions,
@@ -456,6 +466,7 @@ impl GeminidApiServer for RpcHandler {
         cwd: Option<String>,
         env: Option<BTreeMap<String, String>>,
         accept_elicitation_defaults: Option<bool>,
+        oauth: Option<Value>,
     ) -> RpcResult<McpProbeResult> {
         let closed = ext
             .get::<ConnectionContext>()
@@ -469,6 +480,7 @@ impl GeminidApiServer for RpcHandler {
             cwd,
             env,
             accept_elicitation_defaults,
+            oauth,
         };
         mcp::probe(params, closed).await
     }

@@ -17,6 +17,7 @@ use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::Notify;
 
+use super::oauth;
 use super::sse;
 use super::stdio::ChildTransport;
 use crate::discovery::settings::Transport;
@@ -38,6 +39,9 @@ pub enum ConnectError {
     Sse(#[from] sse::SseError),
     #[error("initialize failed: {0}")]
     Initialize(String),
+    /// The server refused for want of authorization.
+    #[error("initialize failed: HTTP {}: the server wants authorization", .0.status)]
+    Refused(super::oauth::refusal::Refusal),
     #[error("no answer to initialize within {0:?}")]
     Timeout(Duration),
 }
@@ -312,12 +316,15 @@ fn install_crypto_provider() {
 }
 
 /// Connects and runs `initialize`, within [`CONNECT_TIMEOUT`].
+/// `bearer` is an OAuth access token for an HTTP or SSE server.
 pub async fn connect(
     transport: &Transport,
     headers: &BTreeMap<String, String>,
+    bearer: Option<String>,
     hooks: Arc<Hooks>,
 ) -> Result<Connection, ConnectError> {
-    match tokio::time::timeout(CONNECT_TIMEOUT, connect_inner(transport, headers, hooks)).await {
+    let connecting = connect_inner(transport, headers, bearer, hooks);
+    match tokio::time::timeout(CONNECT_TIMEOUT, connecting).await {
         Ok(result) => result,
         Err(_) => Err(ConnectError::Timeout(CONNECT_TIMEOUT)),
     }
@@ -326,10 +333,14 @@ pub async fn connect(
 async fn connect_inner(
     transport: &Transport,
     headers: &BTreeMap<String, String>,
+    bearer: Option<String>,
     hooks: Arc<Hooks>,
 ) -> Result<Connection, ConnectError> {
     let handler = Handler(hooks);
-    let init = |e: rmcp::service::ClientInitializeError| ConnectError::Initialize(e.to_string());
+    let init = |e: rmcp::service::ClientInitializeError| match oauth::refusal::of_initialize(&e) {
+        Some(refusal) => ConnectError::Refused(refusal),
+        None => ConnectError::Initialize(e.to_string()),
+    };
     match transport {
         Transport::Stdio {
             command,
@@ -391,6 +402,9 @@ async fn connect_inner(
                 };
                 config.custom_headers.insert(name, value);
             }
+            if bearer.is_some() {
+                config.auth_header = bearer;
+            }
             let transport = StreamableHttpClientTransport::from_config(config);
             let service = handler.serve(transport).await.map_err(init)?;
             Ok(Connection {
@@ -399,7 +413,11 @@ async fn connect_inner(
             })
         }
         Transport::Sse { url } => {
-            let pair = sse::connect(url, headers).await?;
+            let mut headers = headers.clone();
+            if let Some(token) = bearer {
+                headers.insert("Authorization".into(), format!("Bearer {token}"));
+            }
+            let pair = sse::connect(url, &headers).await?;
             let service = handler.serve(pair).await.map_err(init)?;
             Ok(Connection {
                 service,

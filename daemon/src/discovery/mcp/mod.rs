@@ -12,6 +12,7 @@ mod announce;
 pub mod connect;
 pub mod content;
 pub mod listing;
+pub mod oauth;
 pub mod probe;
 pub mod server;
 pub mod sse;
@@ -39,6 +40,8 @@ pub type StatusFn = Arc<dyn Fn(&str, &str, &str, Option<&str>) + Send + Sync>;
 pub enum McpError {
     #[error("no MCP server named {0:?}")]
     UnknownServer(String),
+    #[error("{0}")]
+    OAuth(#[from] oauth::OAuthError),
 }
 
 pub struct McpManager {
@@ -52,6 +55,8 @@ pub struct McpManager {
     tasks: TaskTracker,
     /// Serializes registry rebuilds.
     sync: Mutex<()>,
+    /// OAuth tokens of every server, shared by every session.
+    tokens: Arc<oauth::TokenStore>,
 }
 
 /// Forwards a server's events to the manager without a reference cycle.
@@ -76,8 +81,13 @@ impl Events for Relay {
 }
 
 impl McpManager {
-    pub fn new(registry: Arc<ToolRegistry>, on_status: StatusFn) -> Arc<McpManager> {
+    pub fn new(
+        registry: Arc<ToolRegistry>,
+        on_status: StatusFn,
+        tokens: Arc<oauth::TokenStore>,
+    ) -> Arc<McpManager> {
         Arc::new(McpManager {
+            tokens,
             registry,
             servers: Mutex::new(BTreeMap::new()),
             stops: Mutex::new(BTreeMap::new()),
@@ -111,7 +121,7 @@ impl McpManager {
                 ));
                 continue;
             }
-            let server = Server::new(config);
+            let server = Server::new(config, self.tokens.clone());
             servers.insert(server.name().to_owned(), server.clone());
             drop(servers);
             let stop = self.stop.child_token();
@@ -193,16 +203,32 @@ impl McpManager {
         self.servers().iter().map(|s| s.snapshot()).collect()
     }
 
-    /// Reconnects `name` now; returns its state after the new attempt (or
-    /// after the connect timeout).
-    pub async fn restart(&self, name: &str) -> Result<ServerSnapshot, McpError> {
-        let server = self
-            .servers
+    fn server(&self, name: &str) -> Result<Arc<Server>, McpError> {
+        self.servers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(name)
             .cloned()
-            .ok_or_else(|| McpError::UnknownServer(name.to_owned()))?;
+            .ok_or_else(|| McpError::UnknownServer(name.to_owned()))
+    }
+
+    /// Starts an OAuth login for `name`; returns the URL to open.
+    pub async fn begin_login(&self, name: &str) -> Result<String, McpError> {
+        let server = self.server(name)?;
+        Ok(server.auth.begin_login(&server.config).await?)
+    }
+
+    /// Waits for the login's redirect, stores the token and reconnects.
+    pub async fn finish_login(&self, name: &str) -> Result<ServerSnapshot, McpError> {
+        let server = self.server(name)?;
+        server.auth.finish_login(&server.config).await?;
+        self.restart(name).await
+    }
+
+    /// Reconnects `name` now; returns its state after the new attempt (or
+    /// after the connect timeout).
+    pub async fn restart(&self, name: &str) -> Result<ServerSnapshot, McpError> {
+        let server = self.server(name)?;
         let mut attempts = server.attempts.subscribe();
         attempts.mark_unchanged();
         server.restart.notify_one();

@@ -15,6 +15,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::connect::Hooks;
+use super::oauth::{OAuthSettings, TokenStore, server_auth::ServerAuth};
 use super::server::{Events, Server, Status};
 use crate::discovery::settings::{DEFAULT_MCP_TIMEOUT, ServerConfig, Transport};
 use crate::tools::{ContentPart, OutputSink, ToolError};
@@ -51,6 +52,9 @@ pub struct ProbeRequest {
     /// Answer elicitations with each property's default instead of
     /// declining them.
     pub accept_elicitation_defaults: bool,
+    /// OAuth settings, as a server entry's `oauth` block (a client id and
+    /// secret registered beforehand).
+    pub oauth: Option<OAuthSettings>,
 }
 
 /// What the probe found.
@@ -123,9 +127,13 @@ pub async fn probe(
         include_tools: None,
         exclude_tools: Vec::new(),
         scope: "probe".into(),
+        oauth: request.oauth.clone(),
     };
     let hooks = Hooks::new(request.accept_elicitation_defaults);
-    let server = Server::with_hooks(config, hooks);
+    // Tokens live as long as the probe; a login follows the authorization
+    // URL itself (the server under test approves at once).
+    let auth = ServerAuth::new(Arc::new(TokenStore::memory()), true);
+    let server = Server::with_hooks(config, hooks, auth);
     let open = tokio::select! {
         () = cancel.cancelled() => return Err(ProbeError::Cancelled),
         open = server.open(&Unlisted) => open.map_err(ProbeError::Open)?,
@@ -185,6 +193,7 @@ mod tests {
             cwd: Some(PathBuf::from("/work")),
             env: BTreeMap::from([("K".to_owned(), "v".to_owned())]),
             accept_elicitation_defaults: false,
+            oauth: None,
         }
     }
 

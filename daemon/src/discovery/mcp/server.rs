@@ -18,6 +18,9 @@ use super::connect::{self, Handler, Hooks, ProcessGroup};
 use super::content;
 use super::listing;
 pub use super::listing::{PromptInfo, RemoteTool};
+use super::oauth::TokenStore;
+use super::oauth::refusal::{self, Refusal};
+use super::oauth::server_auth::{Refused, ServerAuth};
 use crate::discovery::settings::ServerConfig;
 use crate::tools::{OutputSink, ToolError, ToolErrorKind, ToolResult};
 
@@ -48,6 +51,9 @@ pub enum Status {
     Connecting,
     Connected,
     Disconnected,
+    /// The server wants an OAuth login (`gemctl mcp auth NAME`); no
+    /// reconnection is tried until then.
+    NeedsAuth,
 }
 
 impl Status {
@@ -56,6 +62,7 @@ impl Status {
             Status::Connecting => "connecting",
             Status::Connected => "connected",
             Status::Disconnected => "disconnected",
+            Status::NeedsAuth => "needs_auth",
         }
     }
 }
@@ -90,6 +97,8 @@ struct State {
 pub struct Server {
     pub config: ServerConfig,
     pub hooks: Arc<Hooks>,
+    /// Its OAuth tokens and login.
+    pub auth: ServerAuth,
     state: Mutex<State>,
     pub restart: Notify,
     /// A call found the connection broken (a failed request): the
@@ -125,12 +134,12 @@ impl Open {
 }
 
 impl Server {
-    pub fn new(config: ServerConfig) -> Arc<Server> {
-        Self::with_hooks(config, Hooks::default())
+    pub fn new(config: ServerConfig, tokens: Arc<TokenStore>) -> Arc<Server> {
+        Self::with_hooks(config, Hooks::default(), ServerAuth::new(tokens, false))
     }
 
     /// A server whose connections' handler uses `hooks` (elicitation).
-    pub fn with_hooks(config: ServerConfig, mut hooks: Hooks) -> Arc<Server> {
+    pub fn with_hooks(config: ServerConfig, mut hooks: Hooks, auth: ServerAuth) -> Arc<Server> {
         if let super::super::settings::Transport::Stdio { cwd, .. } = &config.transport {
             hooks.jail = Some(crate::discovery::jail::ServerJail::new(
                 config.sandbox,
@@ -141,6 +150,7 @@ impl Server {
         Arc::new(Server {
             config,
             hooks: Arc::new(hooks),
+            auth,
             state: Mutex::new(State {
                 status: Status::Disconnected,
                 message: None,
@@ -236,6 +246,14 @@ impl Server {
             if restart_now {
                 continue;
             }
+            if self.lock().status == Status::NeedsAuth {
+                // Only a login (which restarts it) helps.
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = self.restart.notified() => backoff = Duration::from_secs(1),
+                }
+                continue;
+            }
             tokio::select! {
                 () = stop.cancelled() => return,
                 () = self.restart.notified() => backoff = Duration::from_secs(1),
@@ -250,29 +268,36 @@ impl Server {
     /// disconnected, and the error says why.
     pub async fn open(&self, events: &dyn Events) -> Result<Open, String> {
         self.set(events, Status::Connecting, None);
-        let connected = connect::connect(
-            &self.config.transport,
-            &self.config.headers,
-            self.hooks.clone(),
-        )
-        .await;
-        let connect::Connection { service, group } = match connected {
-            Ok(connection) => connection,
-            Err(e) => {
-                let problem = e.to_string();
-                self.set(events, Status::Disconnected, Some(problem.clone()));
-                self.attempt_done();
-                return Err(problem);
-            }
-        };
-        let open = Open { service, group };
-        let peer = open.service.peer().clone();
-        if let Err(problem) = self.refresh(&peer).await {
-            open.close().await;
+        // One authorization per attempt: a server that refuses the new
+        // token too is not asked again in a loop.
+        let mut authorized = false;
+        let (open, peer) = loop {
+            let (problem, refusal) = match self.open_once().await {
+                Ok(opened) => break opened,
+                Err(failed) => failed,
+            };
+            let refused = if authorized {
+                Ok(false)
+            } else {
+                self.auth.after_refusal(&self.config, refusal).await
+            };
+            let problem = match refused {
+                Ok(true) => {
+                    authorized = true;
+                    continue;
+                }
+                Ok(false) => problem,
+                Err(Refused::NeedsLogin(why)) => {
+                    self.set(events, Status::NeedsAuth, Some(why.clone()));
+                    self.attempt_done();
+                    return Err(why);
+                }
+                Err(Refused::Failed(e)) => format!("{problem}; authorization failed: {e}"),
+            };
             self.set(events, Status::Disconnected, Some(problem.clone()));
             self.attempt_done();
             return Err(problem);
-        }
+        };
         {
             let mut s = self.lock();
             s.live = Some((peer.clone(), CancellationToken::new()));
@@ -283,6 +308,33 @@ impl Server {
         events.tools_changed();
         self.attempt_done();
         Ok(open)
+    }
+
+    /// Connects with the current token and lists; on failure, why, and the
+    /// server's refusal when it was one.
+    async fn open_once(&self) -> Result<(Open, Peer<RoleClient>), (String, Option<Refusal>)> {
+        let bearer = self.auth.bearer(&self.config).await;
+        let connected = connect::connect(
+            &self.config.transport,
+            &self.config.headers,
+            bearer,
+            self.hooks.clone(),
+        )
+        .await;
+        let connect::Connection { service, group } = match connected {
+            Ok(connection) => connection,
+            Err(connect::ConnectError::Refused(refusal)) => {
+                return Err(("the server refused the connection".into(), Some(refusal)));
+            }
+            Err(e) => return Err((e.to_string(), None)),
+        };
+        let open = Open { service, group };
+        let peer = open.service.peer().clone();
+        if let Err(failed) = self.refresh(&peer).await {
+            open.close().await;
+            return Err(failed);
+        }
+        Ok((open, peer))
     }
 
     /// Ends a connection [`Server::open`] opened; the server is
@@ -307,6 +359,13 @@ impl Server {
         let mut ping = tokio::time::interval(ping_every());
         ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ping.tick().await;
+        // An OAuth token is refreshed before it expires: the connection
+        // carries it, so the server is reconnected with the new one.
+        // (A token already due could not be refreshed: the server's 401
+        // will tell when it is really over.)
+        let refresh_in = self.auth.refresh_in(&self.config).filter(|d| !d.is_zero());
+        let token_due = tokio::time::sleep(refresh_in.unwrap_or(Duration::from_secs(86_400)));
+        let mut token_due = std::pin::pin!(token_due);
         let (restart, reason, over) = loop {
             tokio::select! {
                 _ = &mut ended => break (false, "the server closed the connection (it exited or closed its output)", true),
@@ -323,6 +382,9 @@ impl Server {
                     }
                 }
                 () = self.restart.notified() => break (true, "restarting", false),
+                () = &mut token_due, if refresh_in.is_some() => {
+                    break (true, "reconnecting with a refreshed OAuth token", false)
+                }
                 () = stop.cancelled() => break (false, "the daemon is stopping", false),
             }
         };
@@ -338,11 +400,11 @@ impl Server {
     }
 
     /// Lists tools and prompts (prompts are optional: errors mean none).
-    async fn refresh(&self, peer: &Peer<RoleClient>) -> Result<(), String> {
+    async fn refresh(&self, peer: &Peer<RoleClient>) -> Result<(), (String, Option<Refusal>)> {
         let tools = tokio::time::timeout(LIST_TIMEOUT, peer.list_all_tools())
             .await
-            .map_err(|_| "tools/list timed out".to_owned())?
-            .map_err(|e| format!("tools/list failed: {e}"))?;
+            .map_err(|_| ("tools/list timed out".to_owned(), None))?
+            .map_err(|e| (format!("tools/list failed: {e}"), refusal::of_service(&e)))?;
         let prompts = match tokio::time::timeout(LIST_TIMEOUT, peer.list_all_prompts()).await {
             Ok(Ok(prompts)) => prompts,
             Ok(Err(_)) | Err(_) => Vec::new(),

@@ -1,0 +1,170 @@
+//! OAuth for MCP servers against a real authorization server the test
+//! starts (`mcp_oauth_peer.py`: resource and server metadata, dynamic
+//! registration, the code flow with PKCE it verifies, refresh tokens, and
+//! an MCP endpoint that refuses requests without a live token): the
+//! server shows `needs_auth` until `gemctl mcp auth` logs in through a
+//! browser (a script that follows the URL), connects without a restart,
+//! refreshes its token before expiry, and keeps it across a daemon
+//! restart.
+
+mod peers;
+
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use geminid_protocol::session::ApprovalMode;
+use serde_json::{Value, json};
+
+const PEER: &str = include_str!("mcp_oauth_peer.py");
+
+/// The peer process, killed on drop.
+struct Peer(Child);
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_peer(dir: &std::path::Path, port: u16, lifetime_secs: u64) -> Peer {
+    let script = dir.join("oauth_peer.py");
+    std::fs::write(&script, PEER).expect("peer script");
+    let child = Command::new("python3")
+        .arg(&script)
+        .arg(port.to_string())
+        .arg(lifetime_secs.to_string())
+        .arg(dir.join("grants.log"))
+        .stdin(Stdio::null())
+        .spawn()
+        .expect("python3");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "the OAuth peer did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Peer(child)
+}
+
+/// The grants the authorization server made, in order.
+fn grants(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("grants.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter_map(|v| v["grant"].as_str().map(str::to_owned))
+        .collect()
+}
+
+/// A "browser" for `$BROWSER`: fetches the URL, following redirects, and
+/// keeps the page it ends on.
+fn browser(dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("browser.sh");
+    let page = dir.join("browser.out");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\nexec python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1]).read().decode())' \"$1\" > {}\n",
+            page.display()
+        ),
+    )
+    .expect("browser script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    path
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_login_connects_without_restart_refreshes_and_survives_a_restart() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let port = peers::free_port();
+    // Tokens live 63 s: with the daemon's 60 s margin, each is refreshed
+    // about 3 s after it is issued.
+    let _peer = start_peer(work.path(), port, 63);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut d = peers::daemon_with_settings(&json!({
+        "mcpServers": {"secured": {"httpUrl": url}}
+    }));
+    let c = d.client().await;
+
+    // Without a token: needs_auth, saying how to log in, and no retry loop.
+    let list = peers::wait_list(&c, 60, |l| {
+        peers::server(l, "secured").status == "needs_auth"
+    })
+    .await;
+    let message = peers::server(&list, "secured").message.clone();
+    assert!(
+        message
+            .as_deref()
+            .is_some_and(|m| m.contains("gemctl mcp auth secured")),
+        "{message:?}"
+    );
+    assert_eq!(grants(work.path()), Vec::<String>::new());
+
+    // The login: gemctl prints the URL and opens it in $BROWSER; the
+    // daemon's loopback listener receives the redirect.
+    let mut gemctl = d
+        .gemctl(&["mcp", "auth", "secured"])
+        .env("BROWSER", browser(work.path()))
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("gemctl mcp auth");
+    let stdout = gemctl.stdout.take().expect("stdout");
+    let lines: Vec<String> = BufReader::new(stdout)
+        .lines()
+        .map_while(Result::ok)
+        .collect();
+    let status = gemctl.wait().expect("gemctl exit");
+    let text = lines.join("\n");
+    assert!(status.success(), "{text}");
+    assert!(
+        text.contains("Open this URL to log in to secured:") && text.contains("code_challenge="),
+        "{text}"
+    );
+    assert!(text.ends_with("secured: connected"), "{text}");
+    let page = std::fs::read_to_string(work.path().join("browser.out")).expect("page");
+    assert!(page.contains("the login is complete"), "{page}");
+    assert_eq!(grants(work.path()), ["register", "authorization_code"]);
+
+    // Connected without a restart, its tool registered and callable.
+    let list = peers::connected(&c, &["secured"]).await;
+    assert_eq!(peers::server(&list, "secured").tools, ["whoami"]);
+    let session = peers::session(&c, &d, ApprovalMode::Yolo).await;
+    let first = peers::run(&c, &session, "whoami", json!({})).await;
+    assert!(
+        peers::result_json(&first).to_string().contains("grant #1"),
+        "{first:#?}"
+    );
+
+    // The token file: private, in the data directory.
+    let store = d.data_dir.join("mcp-oauth-tokens.json");
+    let mode = std::fs::metadata(&store)
+        .expect("token store")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    // Refreshed before expiry, and the server reconnected with it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !grants(work.path()).contains(&"refresh_token".to_owned()) {
+        assert!(Instant::now() < deadline, "{:?}", grants(work.path()));
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    peers::connected(&c, &["secured"]).await;
+    let later = peers::run(&c, &session, "whoami", json!({})).await;
+    let later = peers::result_json(&later).to_string();
+    assert!(!later.contains("grant #1\""), "{later}");
+    drop(c);
+
+    // A restart keeps the token: connected again with no new login.
+    d.terminate();
+    d.spawn();
+    let c = d.client().await;
+    peers::connected(&c, &["secured"]).await;
+    let logins = grants(work.path())
+        .iter()
+        .filter(|g| *g == "authorization_code" || *g == "register")
+        .count();
+    assert_eq!(logins, 2, "{:?}", grants(work.path()));
+}
