@@ -87,6 +87,9 @@ pub struct McpProbeCall {
     pub tool: String,
     /// What it answered, converted the way the model gets it.
     pub content: Vec<McpProbeContent>,
+    /// Its `structuredContent`, as the server sent it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
 }
 
 /// One part of a probed call's result.

@@ -138,6 +138,7 @@ fn probe_result(report: ProbeReport) -> McpProbeResult {
         result: report.result.map(|call| McpProbeCall {
             tool: call.tool,
             content: call.content.into_iter().map(probe_content).collect(),
+            structured_content: call.structured,
         }),
         progress: report.progress,
     }

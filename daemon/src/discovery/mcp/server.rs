@@ -454,7 +454,11 @@ impl Server {
             Ok(ServerResult::CallToolResult(result)) => {
                 let value = serde_json::to_value(&result)
                     .map_err(|e| ToolError::execution(format!("bad result: {e}")))?;
-                content::convert(&value, display)
+                let has_output_schema = self
+                    .tools()
+                    .iter()
+                    .any(|t| t.name == tool && t.declared.get("outputSchema").is_some());
+                content::convert(&value, tool, display, has_output_schema)
             }
             Ok(_) => Err(ToolError::execution(format!(
                 "MCP server {} answered tools/call with something that is not a tool result",
