@@ -213,7 +213,19 @@ async fn python_sdk_stdio_server() {
     let sid = session(&c, &d, ApprovalMode::Yolo).await;
     let r = run(&c, &sid, "add", json!({"a": 2, "b": 3})).await;
     assert_eq!(r.state, CallState::Success, "{r:#?}");
-    assert!(result_json(&r).to_string().contains('5'));
+    // The SDK answers `5` as text and `{"result": 5}` as structured
+    // content: the model gets the text once, clients get both apart.
+    let result = result_json(&r);
+    assert_eq!(
+        result["llmContent"],
+        json!([{"type": "text", "text": "<untrusted_context>\n5\n</untrusted_context>"}]),
+        "{result}"
+    );
+    assert_eq!(
+        result["structuredContent"],
+        json!({"result": 5}),
+        "{result}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

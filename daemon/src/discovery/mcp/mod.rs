@@ -13,6 +13,8 @@ pub mod connect;
 pub mod content;
 pub mod listing;
 pub mod probe;
+pub mod resource_tools;
+pub mod resources;
 pub mod server;
 pub mod sse;
 pub mod stdio;
@@ -39,6 +41,8 @@ pub type StatusFn = Arc<dyn Fn(&str, &str, &str, Option<&str>) + Send + Sync>;
 pub enum McpError {
     #[error("no MCP server named {0:?}")]
     UnknownServer(String),
+    #[error("{0}")]
+    Call(#[from] crate::tools::ToolError),
 }
 
 pub struct McpManager {
@@ -77,8 +81,8 @@ impl Events for Relay {
 
 impl McpManager {
     pub fn new(registry: Arc<ToolRegistry>, on_status: StatusFn) -> Arc<McpManager> {
-        Arc::new(McpManager {
-            registry,
+        let manager = Arc::new(McpManager {
+            registry: registry.clone(),
             servers: Mutex::new(BTreeMap::new()),
             stops: Mutex::new(BTreeMap::new()),
             on_status,
@@ -86,7 +90,87 @@ impl McpManager {
             stop: CancellationToken::new(),
             tasks: TaskTracker::new(),
             sync: Mutex::new(()),
-        })
+        });
+        for tool in resource_tools::tools(&manager) {
+            if let Err(problem) = registry.register(tool) {
+                tracing::warn!(%problem, "MCP resource tool not registered");
+            }
+        }
+        manager
+    }
+
+    fn server(&self, name: &str) -> Result<Arc<Server>, McpError> {
+        self.servers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned()
+            .ok_or_else(|| McpError::UnknownServer(name.to_owned()))
+    }
+
+    /// The resources of every server (or of `server`), in server order.
+    pub fn resources(&self, server: Option<&str>) -> Vec<resources::Listed> {
+        self.servers()
+            .iter()
+            .filter(|s| server.is_none_or(|name| s.name() == name))
+            .flat_map(|s| {
+                s.resources().into_iter().map(|resource| resources::Listed {
+                    server: s.name().to_owned(),
+                    resource,
+                })
+            })
+            .collect()
+    }
+
+    /// The resource templates of every server (or of `server`).
+    pub fn resource_templates(&self, server: Option<&str>) -> Vec<resources::Listed> {
+        self.servers()
+            .iter()
+            .filter(|s| server.is_none_or(|name| s.name() == name))
+            .flat_map(|s| {
+                s.resource_templates()
+                    .into_iter()
+                    .map(|resource| resources::Listed {
+                        server: s.name().to_owned(),
+                        resource,
+                    })
+            })
+            .collect()
+    }
+
+    /// A listed resource by `server:uri` first, then by its bare URI (as
+    /// 0.61 finds them).
+    pub fn find_resource(&self, uri: &str) -> Option<resources::Listed> {
+        let all = self.resources(None);
+        all.iter()
+            .find(|r| {
+                uri.strip_prefix(r.server.as_str())
+                    .and_then(|rest| rest.strip_prefix(':'))
+                    == Some(r.uri())
+            })
+            .or_else(|| all.iter().find(|r| r.uri() == uri))
+            .cloned()
+    }
+
+    /// `resources/read` of `uri` on `server`: the answer as the server
+    /// sent it.
+    pub async fn read_resource(
+        &self,
+        server: &str,
+        uri: &str,
+    ) -> Result<serde_json::Value, McpError> {
+        Ok(self.server(server)?.read_resource(uri).await?)
+    }
+
+    /// `resources/read` of `uri` on `server` as parts for a prompt (what an
+    /// `@server:uri` reference brings in).
+    pub async fn resource_parts(
+        &self,
+        server: &str,
+        uri: &str,
+    ) -> Result<Vec<crate::tools::ContentPart>, McpError> {
+        let result = self.read_resource(server, uri).await?;
+        Ok(resources::read_parts(&result))
     }
 
     fn servers(&self) -> Vec<Arc<Server>> {
