@@ -15,6 +15,7 @@ use crate::event::SessionEvent;
 use std::collections::BTreeMap;
 
 use crate::mcp::{CommandDiscoveryInfo, McpList, McpProbeResult, McpServerInfo};
+use crate::mcp::{McpReadResult, McpResources};
 use crate::policy::{PolicyCheckResult, PolicyList};
 use crate::session::{
     Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SandboxCheck, SessionInfo,
@@ -312,4 +313,14 @@ pub trait GeminidApi {
         &self,
         #[argument(rename = "sessionId")] session_id: Option<String>,
     ) -> RpcResult<CommandDiscoveryInfo>;
+
+    /// `mcp.resources {server?}`: the resources and resource templates of
+    /// every connected server (or of `server`), as they listed them.
+    #[method(name = "mcp.resources", param_kind = map)]
+    async fn mcp_resources(&self, server: Option<String>) -> RpcResult<McpResources>;
+
+    /// `mcp.read {server, uri}`: `resources/read` of `uri` on `server`. An
+    /// unknown server is invalid params; a failed read is -32055.
+    #[method(name = "mcp.read", param_kind = map)]
+    async fn mcp_read(&self, server: String, uri: String) -> RpcResult<McpReadResult>;
 }

@@ -110,3 +110,32 @@ pub enum McpProbeContent {
         bytes: u64,
     },
 }
+
+/// `mcp.resources`: the resources and resource templates the connected
+/// servers list, each with its server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpResources {
+    pub resources: Vec<McpResource>,
+    pub templates: Vec<McpResource>,
+}
+
+/// One resource (or template) of one server, as the server listed it
+/// (`uri` or `uriTemplate`, `name`, `title`, `description`, `mimeType`...).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpResource {
+    pub server: String,
+    pub resource: Value,
+}
+
+/// `mcp.read`: a `resources/read` answer as the server sent it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpReadResult {
+    pub server: String,
+    pub uri: String,
+    /// The answer's `contents`: each has `uri`, `mimeType` and `text` or
+    /// `blob` (base64).
+    pub contents: Vec<Value>,
+}

@@ -3,6 +3,7 @@
 
 mod peers;
 
+use geminid_protocol::api::GeminidApiClient;
 use geminid_protocol::session::ApprovalMode;
 use geminid_protocol::tool::CallState;
 use peers::*;
@@ -75,4 +76,74 @@ async fn the_model_lists_and_reads_resources() {
         error.message,
         "Resource not found for URI: test://no/such/thing"
     );
+}
+
+fn gemctl(d: &geminid_tests::TestDaemon, args: &[&str]) -> (i32, String, String) {
+    let out = d
+        .gemctl(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run gemctl");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gemctl_lists_and_reads_resources() {
+    let p = peers();
+    let d = daemon_with_settings(&json!({"mcpServers": {
+        "everything": {"command": everything(&p)}
+    }}));
+    let c = d.client().await;
+    connected(&c, &["everything"]).await;
+    let listed = c.mcp_resources(None).await.expect("mcp.resources");
+    let first = listed
+        .resources
+        .first()
+        .expect("everything lists resources");
+    assert_eq!(first.server, "everything");
+    let uri = first.resource["uri"].as_str().expect("a uri").to_owned();
+    assert!(
+        listed
+            .templates
+            .iter()
+            .any(|t| t.resource["uriTemplate"].is_string()),
+        "{listed:#?}"
+    );
+
+    let (code, out, err) = gemctl(&d, &["mcp", "resources", "everything"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(&format!("everything:{uri}"))),
+        "{out}"
+    );
+    assert!(
+        out.lines().any(|l| l.starts_with("template everything:")),
+        "{out}"
+    );
+
+    let read = c
+        .mcp_read("everything".into(), uri.clone())
+        .await
+        .expect("mcp.read");
+    assert_eq!(read.contents.first().map(|c| &c["uri"]), Some(&json!(uri)));
+    let (code, out, err) = gemctl(&d, &["mcp", "read", "everything", &uri]);
+    assert_eq!(code, 0, "{err}");
+    let expected = read.contents[0]["text"]
+        .as_str()
+        .map(|t| format!("{t}\n"))
+        .unwrap_or_default();
+    if !expected.is_empty() {
+        assert_eq!(out, expected);
+    } else {
+        assert!(out.contains("blob"), "{out}");
+    }
+
+    let (code, _, err) = gemctl(&d, &["mcp", "read", "nobody", &uri]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no MCP server named \"nobody\""), "{err}");
 }

@@ -52,6 +52,17 @@ pub enum McpCommand {
         after_help = "Examples:\n  gemctl mcp serve --session $S\n  gemctl mcp serve --cwd ~/project --mode autoEdit"
     )]
     Serve(crate::mcp_serve::ServeArgs),
+    /// List the resources (and resource templates) of the connected
+    /// servers, or of one
+    #[command(
+        after_help = "Examples:\n  gemctl mcp resources\n  gemctl mcp resources everything\n  gemctl --json mcp resources"
+    )]
+    Resources { server: Option<String> },
+    /// Read one resource of a server (text to stdout; blobs named)
+    #[command(
+        after_help = "Examples:\n  gemctl mcp read everything test://static/resource/1\n  gemctl --json mcp read fs file:///tmp/a.txt"
+    )]
+    Read { server: String, uri: String },
 }
 
 pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
@@ -90,6 +101,8 @@ pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
             headers,
             target,
         } => probe(ctx, call, args, headers, target).await,
+        McpCommand::Resources { server } => super::mcp_resources::list(ctx, server).await,
+        McpCommand::Read { server, uri } => super::mcp_resources::read(ctx, server, uri).await,
     }
 }
 

@@ -4,6 +4,7 @@
 mod answer;
 mod error;
 mod mcp;
+mod mcp_resources;
 mod outbound;
 mod policy;
 mod subscribe;
@@ -403,6 +404,21 @@ impl GeminidApiServer for RpcHandler {
         session_id: Option<String>,
     ) -> RpcResult<CommandDiscoveryInfo> {
         mcp::rediscover(&self.daemon, session_id).await
+    }
+
+    async fn mcp_resources(
+        &self,
+        server: Option<String>,
+    ) -> RpcResult<geminid_protocol::mcp::McpResources> {
+        Ok(mcp_resources::list(&self.daemon, server.as_deref()))
+    }
+
+    async fn mcp_read(
+        &self,
+        server: String,
+        uri: String,
+    ) -> RpcResult<geminid_protocol::mcp::McpReadResult> {
+        mcp_resources::read(&self.daemon, server, uri).await
     }
 
     async fn probe_mcp(
