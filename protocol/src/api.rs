@@ -15,7 +15,7 @@ use crate::event::SessionEvent;
 use std::collections::BTreeMap;
 
 use crate::mcp::{CommandDiscoveryInfo, McpList, McpProbeResult, McpServerInfo};
-use crate::mcp::{McpReadResult, McpResources};
+use crate::mcp::{McpPromptResult, McpReadResult, McpResources};
 use crate::policy::{PolicyCheckResult, PolicyList};
 use crate::session::{
     Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SandboxCheck, SessionInfo,
@@ -323,4 +323,15 @@ pub trait GeminidApi {
     /// unknown server is invalid params; a failed read is -32055.
     #[method(name = "mcp.read", param_kind = map)]
     async fn mcp_read(&self, server: String, uri: String) -> RpcResult<McpReadResult>;
+
+    /// `mcp.prompt {server, name, arguments?}`: `prompts/get` of `name` on
+    /// `server` with `arguments` (string values). An unknown server is
+    /// invalid params; a failed get is -32055.
+    #[method(name = "mcp.prompt", param_kind = map)]
+    async fn mcp_prompt(
+        &self,
+        server: String,
+        name: String,
+        arguments: Option<BTreeMap<String, String>>,
+    ) -> RpcResult<McpPromptResult>;
 }

@@ -49,6 +49,7 @@ pub const STORE_ERROR: i32 = -32030;
 /// `mcp.probe` could not connect to the server, list its tools or call
 /// the tool; the message says which and why.
 pub const MCP_PROBE_FAILED: i32 = -32050;
-/// `mcp.read` could not read the resource (server not connected, no
-/// answer, or the server's error); the message says which.
+/// `mcp.read` or `mcp.prompt` could not read the resource or get the
+/// prompt (server not connected, no answer, or the server's error); the
+/// message says which.
 pub const MCP_READ_FAILED: i32 = -32055;

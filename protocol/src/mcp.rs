@@ -139,3 +139,15 @@ pub struct McpReadResult {
     /// `blob` (base64).
     pub contents: Vec<Value>,
 }
+
+/// `mcp.prompt`: a `prompts/get` answer as the server sent it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpPromptResult {
+    pub server: String,
+    pub name: String,
+    pub description: Option<String>,
+    /// The answer's `messages`: each has `role` and one `content` block
+    /// (`text`, `image`, `audio`, `resource`, `resource_link`).
+    pub messages: Vec<Value>,
+}

@@ -63,6 +63,16 @@ pub enum McpCommand {
         after_help = "Examples:\n  gemctl mcp read everything test://static/resource/1\n  gemctl --json mcp read fs file:///tmp/a.txt"
     )]
     Read { server: String, uri: String },
+    /// Get one prompt of a server with arguments (KEY=VALUE), as messages
+    #[command(
+        after_help = "Examples:\n  gemctl mcp prompt everything simple-prompt\n  gemctl mcp prompt everything args-prompt city=Paris state=TX"
+    )]
+    Prompt {
+        server: String,
+        name: String,
+        /// The prompt's arguments, each KEY=VALUE
+        arguments: Vec<String>,
+    },
 }
 
 pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
@@ -103,6 +113,11 @@ pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
         } => probe(ctx, call, args, headers, target).await,
         McpCommand::Resources { server } => super::mcp_resources::list(ctx, server).await,
         McpCommand::Read { server, uri } => super::mcp_resources::read(ctx, server, uri).await,
+        McpCommand::Prompt {
+            server,
+            name,
+            arguments,
+        } => super::mcp_resources::prompt(ctx, server, name, arguments).await,
     }
 }
 

@@ -1,10 +1,12 @@
-//! `gemctl mcp resources` and `gemctl mcp read`: the connected MCP
-//! servers' resources, as the daemon reads them.
+//! `gemctl mcp resources`, `gemctl mcp read` and `gemctl mcp prompt`: the
+//! connected MCP servers' resources and prompts, as the daemon gets them.
 
 use geminid_protocol::api::GeminidApiClient;
 use serde_json::Value;
 
-use crate::command::{Ctx, Outcome, exit, outln, print_json};
+use std::collections::BTreeMap;
+
+use crate::command::{Ctx, Failure, Outcome, exit, outln, print_json};
 
 fn field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
@@ -52,6 +54,40 @@ pub async fn read(ctx: &Ctx, server: String, uri: String) -> Outcome {
                 blob.len() * 3 / 4
             );
         }
+    }
+    Ok(exit::OK)
+}
+
+pub async fn prompt(ctx: &Ctx, server: String, name: String, arguments: Vec<String>) -> Outcome {
+    let mut args = BTreeMap::new();
+    for pair in arguments {
+        let Some((key, value)) = pair.split_once('=') else {
+            return Err(Failure::new(
+                exit::USAGE,
+                format!("a prompt argument is KEY=VALUE, not {pair:?}"),
+            ));
+        };
+        args.insert(key.to_owned(), value.to_owned());
+    }
+    let client = ctx.connect().await?;
+    let got = client.mcp_prompt(server, name, Some(args)).await?;
+    if ctx.json {
+        return print_json(&got);
+    }
+    for message in &got.messages {
+        let role = field(message, "role").unwrap_or("user");
+        let content = message.get("content").cloned().unwrap_or(Value::Null);
+        let shown = match field(&content, "type") {
+            Some("text") => field(&content, "text").unwrap_or_default().to_owned(),
+            Some("resource") => content
+                .get("resource")
+                .and_then(|r| field(r, "text").or_else(|| field(r, "uri")))
+                .unwrap_or_default()
+                .to_owned(),
+            Some(kind) => format!("[{kind}]"),
+            None => content.to_string(),
+        };
+        outln!("{role}: {shown}");
     }
     Ok(exit::OK)
 }

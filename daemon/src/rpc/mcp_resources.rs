@@ -1,8 +1,10 @@
-//! `mcp.resources` and `mcp.read`: the MCP servers' resources to wire
-//! types.
+//! `mcp.resources`, `mcp.read` and `mcp.prompt`: the MCP servers'
+//! resources and prompts to wire types.
 
 use geminid_protocol::error as code;
-use geminid_protocol::mcp::{McpReadResult, McpResource, McpResources};
+use std::collections::BTreeMap;
+
+use geminid_protocol::mcp::{McpPromptResult, McpReadResult, McpResource, McpResources};
 use jsonrpsee::core::RpcResult;
 use serde_json::Value;
 
@@ -43,4 +45,42 @@ pub async fn read(daemon: &Daemon, server: String, uri: String) -> RpcResult<Mcp
         Err(e @ McpError::UnknownServer(_)) => Err(rpc_error(code::INVALID_PARAMS, e.to_string())),
         Err(e @ McpError::Call(_)) => Err(rpc_error(code::MCP_READ_FAILED, e.to_string())),
     }
+}
+
+fn failure(e: McpError) -> jsonrpsee::types::ErrorObjectOwned {
+    match e {
+        McpError::UnknownServer(_) => rpc_error(code::INVALID_PARAMS, e.to_string()),
+        McpError::Call(_) => rpc_error(code::MCP_READ_FAILED, e.to_string()),
+    }
+}
+
+pub async fn prompt(
+    daemon: &Daemon,
+    server: String,
+    name: String,
+    arguments: BTreeMap<String, String>,
+) -> RpcResult<McpPromptResult> {
+    let arguments = arguments
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect();
+    let answer = daemon
+        .discovery
+        .mcp
+        .get_prompt(&server, &name, arguments)
+        .await
+        .map_err(failure)?;
+    Ok(McpPromptResult {
+        description: answer
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        messages: answer
+            .get("messages")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+        server,
+        name,
+    })
 }

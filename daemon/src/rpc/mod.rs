@@ -421,6 +421,15 @@ impl GeminidApiServer for RpcHandler {
         mcp_resources::read(&self.daemon, server, uri).await
     }
 
+    async fn mcp_prompt(
+        &self,
+        server: String,
+        name: String,
+        arguments: Option<BTreeMap<String, String>>,
+    ) -> RpcResult<geminid_protocol::mcp::McpPromptResult> {
+        mcp_resources::prompt(&self.daemon, server, name, arguments.unwrap_or_default()).await
+    }
+
     async fn probe_mcp(
         &self,
         ext: &Extensions,

@@ -162,6 +162,17 @@ impl McpManager {
         Ok(self.server(server)?.read_resource(uri).await?)
     }
 
+    /// `prompts/get` of `name` on `server` with `arguments`: the answer as
+    /// the server sent it.
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Value, McpError> {
+        Ok(self.server(server)?.get_prompt(name, arguments).await?)
+    }
+
     /// `resources/read` of `uri` on `server` as parts for a prompt (what an
     /// `@server:uri` reference brings in).
     pub async fn resource_parts(

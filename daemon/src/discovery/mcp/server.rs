@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CancelledNotificationParam, ClientRequest, PingRequest,
-    ReadResourceRequestParams, Request, RequestId, ServerResult,
+    CallToolRequestParams, CancelledNotificationParam, ClientRequest, GetPromptRequestParams,
+    PingRequest, ReadResourceRequestParams, Request, RequestId, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, RunningService};
 use rmcp::{Peer, RoleClient, ServiceError};
@@ -205,6 +205,39 @@ impl Server {
             ))),
             Ok(Ok(result)) => serde_json::to_value(&result)
                 .map_err(|e| ToolError::execution(format!("bad resources/read answer: {e}"))),
+        }
+    }
+
+    /// `prompts/get` of `name` with `arguments`: the server's answer as it
+    /// sent it (`description`, `messages`).
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, Value>,
+    ) -> Result<Value, ToolError> {
+        let live = self.lock().live.clone();
+        let Some((peer, gone)) = live else {
+            return Err(self.unavailable());
+        };
+        let get = peer.get_prompt(GetPromptRequestParams::new(name).with_arguments(arguments));
+        let answer = tokio::select! {
+            answer = tokio::time::timeout(self.config.timeout, get) => answer,
+            () = gone.cancelled() => return Err(self.ended(&format!("getting prompt {name}"))),
+        };
+        match answer {
+            Err(_) => Err(ToolError::new(
+                ToolErrorKind::Timeout,
+                format!(
+                    "MCP server {} did not answer prompts/get of {name}",
+                    self.name()
+                ),
+            )),
+            Ok(Err(e)) => Err(ToolError::execution(format!(
+                "MCP server {} could not get prompt {name}: {e}",
+                self.name()
+            ))),
+            Ok(Ok(result)) => serde_json::to_value(&result)
+                .map_err(|e| ToolError::execution(format!("bad prompts/get answer: {e}"))),
         }
     }
 
