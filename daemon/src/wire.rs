@@ -91,6 +91,7 @@ pub fn tool_info(tool: &dyn Tool) -> wt::ToolInfo {
         source: source.to_owned(),
         server,
         parameters: tool.parameter_schema().clone(),
+        output_schema: tool.output_schema().cloned(),
     }
 }
 
@@ -256,6 +257,7 @@ pub fn into_result(result: ToolResult) -> wt::ToolCallResult {
             ToolDisplay::FileDiff(diff) => wt::ToolDisplay::FileDiff(file_diff(&diff)),
         },
         summary: result.summary,
+        structured_content: result.structured,
     }
 }
 

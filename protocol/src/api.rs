@@ -15,6 +15,7 @@ use crate::event::SessionEvent;
 use std::collections::BTreeMap;
 
 use crate::mcp::{CommandDiscoveryInfo, McpList, McpLogin, McpProbeResult, McpServerInfo};
+use crate::mcp::{McpPromptResult, McpReadResult, McpResources};
 use crate::policy::{PolicyCheckResult, PolicyList};
 use crate::session::{
     Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SandboxCheck, SessionInfo,
@@ -371,4 +372,25 @@ pub trait GeminidApi {
     /// attempt. Error -32051 when the login failed or timed out.
     #[method(name = "mcp.authWait", param_kind = map)]
     async fn auth_wait_mcp(&self, name: String) -> RpcResult<McpServerInfo>;
+
+    /// `mcp.resources {server?}`: the resources and resource templates of
+    /// every connected server (or of `server`), as they listed them.
+    #[method(name = "mcp.resources", param_kind = map)]
+    async fn mcp_resources(&self, server: Option<String>) -> RpcResult<McpResources>;
+
+    /// `mcp.read {server, uri}`: `resources/read` of `uri` on `server`. An
+    /// unknown server is invalid params; a failed read is -32055.
+    #[method(name = "mcp.read", param_kind = map)]
+    async fn mcp_read(&self, server: String, uri: String) -> RpcResult<McpReadResult>;
+
+    /// `mcp.prompt {server, name, arguments?}`: `prompts/get` of `name` on
+    /// `server` with `arguments` (string values). An unknown server is
+    /// invalid params; a failed get is -32055.
+    #[method(name = "mcp.prompt", param_kind = map)]
+    async fn mcp_prompt(
+        &self,
+        server: String,
+        name: String,
+        arguments: Option<BTreeMap<String, String>>,
+    ) -> RpcResult<McpPromptResult>;
 }

@@ -57,3 +57,7 @@ pub const RESTORE_CONFLICT: i32 = -32043;
 /// completed (discovery, registration, the redirect or the token request
 /// failed); the message says which.
 pub const MCP_AUTH_FAILED: i32 = -32051;
+/// `mcp.read` or `mcp.prompt` could not read the resource or get the
+/// prompt (server not connected, no answer, or the server's error); the
+/// message says which.
+pub const MCP_READ_FAILED: i32 = -32055;

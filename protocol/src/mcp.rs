@@ -88,6 +88,9 @@ pub struct McpProbeCall {
     pub tool: String,
     /// What it answered, converted the way the model gets it.
     pub content: Vec<McpProbeContent>,
+    /// Its `structuredContent`, as the server sent it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
 }
 
 /// One part of a probed call's result.
@@ -116,4 +119,45 @@ pub struct McpLogin {
     pub name: String,
     /// The authorization URL to open in a browser.
     pub url: String,
+}
+
+/// `mcp.resources`: the resources and resource templates the connected
+/// servers list, each with its server.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpResources {
+    pub resources: Vec<McpResource>,
+    pub templates: Vec<McpResource>,
+}
+
+/// One resource (or template) of one server, as the server listed it
+/// (`uri` or `uriTemplate`, `name`, `title`, `description`, `mimeType`...).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpResource {
+    pub server: String,
+    pub resource: Value,
+}
+
+/// `mcp.read`: a `resources/read` answer as the server sent it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpReadResult {
+    pub server: String,
+    pub uri: String,
+    /// The answer's `contents`: each has `uri`, `mimeType` and `text` or
+    /// `blob` (base64).
+    pub contents: Vec<Value>,
+}
+
+/// `mcp.prompt`: a `prompts/get` answer as the server sent it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpPromptResult {
+    pub server: String,
+    pub name: String,
+    pub description: Option<String>,
+    /// The answer's `messages`: each has `role` and one `content` block
+    /// (`text`, `image`, `audio`, `resource`, `resource_link`).
+    pub messages: Vec<Value>,
 }

@@ -19,6 +19,9 @@ pub struct ToolInfo {
     pub server: Option<String>,
     /// JSON schema of the arguments.
     pub parameters: Value,
+    /// JSON schema of the structured result (an MCP tool's `outputSchema`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<Value>,
 }
 
 /// The state of a tool call (seed 000 section 3.4.2).
@@ -170,6 +173,9 @@ pub struct ToolCallResult {
     pub llm_content: Vec<ContentPart>,
     pub display: ToolDisplay,
     pub summary: Option<String>,
+    /// An MCP tool's `structuredContent`, as the server sent it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
 }
 
 /// Why a call ended without a result.

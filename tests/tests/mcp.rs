@@ -55,7 +55,7 @@ async fn stdio_discovery_and_every_content_type() {
     );
 
     let links = result_json(&run(&c, &sid, "get-resource-links", json!({"count": 2})).await);
-    assert!(links.to_string().contains("Resource link:"), "{links}");
+    assert!(links.to_string().contains("Resource Link:"), "{links}");
 
     let embedded =
         result_json(&run(&c, &sid, "get-resource-reference", json!({"resourceId": 2})).await);
@@ -87,9 +87,33 @@ async fn stdio_discovery_and_every_content_type() {
         )
         .await,
     );
-    assert!(
-        structured.to_string().contains("temperature"),
-        "{structured}"
+    // Kept as the server sent it, apart from the text the model gets (not
+    // glued to it: `5{"result":5}` was the bug).
+    let kept = &structured["structuredContent"];
+    assert!(kept["temperature"].is_number(), "{structured}");
+    let model_text: Vec<&str> = structured["llmContent"]
+        .as_array()
+        .expect("parts")
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .collect();
+    assert_eq!(model_text.len(), 1, "{structured}");
+    let inner = model_text[0]
+        .strip_prefix("<untrusted_context>\n")
+        .and_then(|t| t.strip_suffix("\n</untrusted_context>"))
+        .expect("wrapped as untrusted");
+    assert_eq!(
+        &serde_json::from_str::<serde_json::Value>(inner).expect("the server's JSON text"),
+        kept
+    );
+    let declared = tools
+        .iter()
+        .find(|t| t.name == "get-structured-content")
+        .expect("listed");
+    assert_eq!(
+        declared.output_schema.as_ref().map(|s| s["type"].clone()),
+        Some(json!("object")),
+        "{declared:#?}"
     );
 
     // Schema validation happens before the server is asked.
@@ -189,7 +213,19 @@ async fn python_sdk_stdio_server() {
     let sid = session(&c, &d, ApprovalMode::Yolo).await;
     let r = run(&c, &sid, "add", json!({"a": 2, "b": 3})).await;
     assert_eq!(r.state, CallState::Success, "{r:#?}");
-    assert!(result_json(&r).to_string().contains('5'));
+    // The SDK answers `5` as text and `{"result": 5}` as structured
+    // content: the model gets the text once, clients get both apart.
+    let result = result_json(&r);
+    assert_eq!(
+        result["llmContent"],
+        json!([{"type": "text", "text": "<untrusted_context>\n5\n</untrusted_context>"}]),
+        "{result}"
+    );
+    assert_eq!(
+        result["structuredContent"],
+        json!({"result": 5}),
+        "{result}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]

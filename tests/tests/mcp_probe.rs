@@ -155,7 +155,10 @@ fn a_command_runs_in_the_callers_directory_with_its_environment() {
     let (code, out, err) = run(cmd);
     assert_eq!(code, 0, "{out}{err}");
     let result = json!({"tool": "hello", "content": [
-        {"type": "text", "text": format!("cwd={} mark={mark}", d.workspace.display())}
+        {"type": "text", "text": format!(
+            "<untrusted_context>\ncwd={} mark={mark}\n</untrusted_context>",
+            d.workspace.display()
+        )}
     ]});
     assert_eq!(
         out,
@@ -176,7 +179,7 @@ fn progress_goes_to_stderr_and_bad_input_fails() {
     };
     let (code, out, err) = probe(&["--call", "count", "python3", "probe_peer.py"]);
     assert_eq!(code, 0, "{out}{err}");
-    let result = json!({"tool": "count", "content": [{"type": "text", "text": "counted"}]});
+    let result = json!({"tool": "count", "content": [{"type": "text", "text": "<untrusted_context>\ncounted\n</untrusted_context>"}]});
     assert!(out.ends_with(&format!("\n{result}\n")), "{out}");
     let steps: Vec<&str> = err.lines().filter(|l| l.contains("step")).collect();
     assert_eq!(
@@ -229,7 +232,11 @@ async fn elicitation_is_declined_unless_the_probe_accepts_defaults() {
             let call = report.result.expect("a call result");
             match call.content.as_slice() {
                 [McpProbeContent::Text { text }] => {
-                    serde_json::from_str::<Value>(text).expect("the server's JSON")
+                    let inner = text
+                        .strip_prefix("<untrusted_context>\n")
+                        .and_then(|t| t.strip_suffix("\n</untrusted_context>"))
+                        .expect("wrapped as untrusted");
+                    serde_json::from_str::<Value>(inner).expect("the server's JSON")
                 }
                 other => panic!("{other:?}"),
             }

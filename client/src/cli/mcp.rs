@@ -71,6 +71,27 @@ pub enum McpCommand {
         after_help = "Examples:\n  gemctl mcp serve --session $S\n  gemctl mcp serve --cwd ~/project --mode autoEdit"
     )]
     Serve(crate::mcp_serve::ServeArgs),
+    /// List the resources (and resource templates) of the connected
+    /// servers, or of one
+    #[command(
+        after_help = "Examples:\n  gemctl mcp resources\n  gemctl mcp resources everything\n  gemctl --json mcp resources"
+    )]
+    Resources { server: Option<String> },
+    /// Read one resource of a server (text to stdout; blobs named)
+    #[command(
+        after_help = "Examples:\n  gemctl mcp read everything test://static/resource/1\n  gemctl --json mcp read fs file:///tmp/a.txt"
+    )]
+    Read { server: String, uri: String },
+    /// Get one prompt of a server with arguments (KEY=VALUE), as messages
+    #[command(
+        after_help = "Examples:\n  gemctl mcp prompt everything simple-prompt\n  gemctl mcp prompt everything args-prompt city=Paris state=TX"
+    )]
+    Prompt {
+        server: String,
+        name: String,
+        /// The prompt's arguments, each KEY=VALUE
+        arguments: Vec<String>,
+    },
 }
 
 pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
@@ -115,6 +136,13 @@ pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
             let oauth = probe_oauth(client_id, client_secret);
             probe(ctx, call, args, headers, oauth, target).await
         }
+        McpCommand::Resources { server } => super::mcp_resources::list(ctx, server).await,
+        McpCommand::Read { server, uri } => super::mcp_resources::read(ctx, server, uri).await,
+        McpCommand::Prompt {
+            server,
+            name,
+            arguments,
+        } => super::mcp_resources::prompt(ctx, server, name, arguments).await,
     }
 }
 

@@ -11,6 +11,7 @@ mod confirm;
 mod daemon;
 mod examples;
 mod mcp;
+mod mcp_resources;
 mod memory;
 mod policy;
 mod prompt;

@@ -113,6 +113,7 @@ mod tests {
                 text: "shown".into(),
             },
             summary: None,
+            structured_content: None,
         });
         let out = serde_json::to_value(call_result(&call)).unwrap();
         assert_eq!(out["content"][0], json!({"type": "text", "text": "hi"}));

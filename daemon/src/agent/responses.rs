@@ -134,6 +134,7 @@ mod tests {
                     text: String::new(),
                 },
                 summary: None,
+                structured_content: None,
             }),
             error: error.map(|m| ToolCallError {
                 kind: "denied".into(),

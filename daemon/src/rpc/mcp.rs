@@ -78,7 +78,9 @@ pub async fn auth(daemon: &Daemon, name: &str) -> RpcResult<McpLogin> {
             url,
         }),
         Err(e @ McpError::UnknownServer(_)) => Err(rpc_error(code::INVALID_PARAMS, e.to_string())),
-        Err(e @ McpError::OAuth(_)) => Err(rpc_error(code::MCP_AUTH_FAILED, e.to_string())),
+        Err(e @ (McpError::OAuth(_) | McpError::Call(_))) => {
+            Err(rpc_error(code::MCP_AUTH_FAILED, e.to_string()))
+        }
     }
 }
 
@@ -86,7 +88,9 @@ pub async fn auth_wait(daemon: &Daemon, name: &str) -> RpcResult<McpServerInfo> 
     match daemon.discovery.mcp.finish_login(name).await {
         Ok(snapshot) => Ok(server_info(snapshot)),
         Err(e @ McpError::UnknownServer(_)) => Err(rpc_error(code::INVALID_PARAMS, e.to_string())),
-        Err(e @ McpError::OAuth(_)) => Err(rpc_error(code::MCP_AUTH_FAILED, e.to_string())),
+        Err(e @ (McpError::OAuth(_) | McpError::Call(_))) => {
+            Err(rpc_error(code::MCP_AUTH_FAILED, e.to_string()))
+        }
     }
 }
 
@@ -167,6 +171,7 @@ fn probe_result(report: ProbeReport) -> McpProbeResult {
         result: report.result.map(|call| McpProbeCall {
             tool: call.tool,
             content: call.content.into_iter().map(probe_content).collect(),
+            structured_content: call.structured,
         }),
         progress: report.progress,
     }

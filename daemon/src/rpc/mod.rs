@@ -4,6 +4,7 @@
 mod answer;
 mod error;
 mod mcp;
+mod mcp_resources;
 mod outbound;
 mod policy;
 mod subscribe;
@@ -454,6 +455,30 @@ impl GeminidApiServer for RpcHandler {
 
     async fn auth_wait_mcp(&self, name: String) -> RpcResult<McpServerInfo> {
         mcp::auth_wait(&self.daemon, &name).await
+    }
+
+    async fn mcp_resources(
+        &self,
+        server: Option<String>,
+    ) -> RpcResult<geminid_protocol::mcp::McpResources> {
+        Ok(mcp_resources::list(&self.daemon, server.as_deref()))
+    }
+
+    async fn mcp_read(
+        &self,
+        server: String,
+        uri: String,
+    ) -> RpcResult<geminid_protocol::mcp::McpReadResult> {
+        mcp_resources::read(&self.daemon, server, uri).await
+    }
+
+    async fn mcp_prompt(
+        &self,
+        server: String,
+        name: String,
+        arguments: Option<BTreeMap<String, String>>,
+    ) -> RpcResult<geminid_protocol::mcp::McpPromptResult> {
+        mcp_resources::prompt(&self.daemon, server, name, arguments.unwrap_or_default()).await
     }
 
     async fn probe_mcp(

@@ -21,6 +21,7 @@ fn event_with(parts: Vec<ContentPart>) -> SessionEvent {
                     text: "small \"display\"".into(),
                 },
                 summary: None,
+                structured_content: None,
             }),
             error: None,
             decided_by: None,

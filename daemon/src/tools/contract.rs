@@ -147,6 +147,10 @@ pub struct ToolResult {
     pub display: ToolDisplay,
     /// A one-line summary, when the tool has a better one than the display.
     pub summary: Option<String>,
+    /// An MCP tool's `structuredContent`, kept as the server sent it (for
+    /// clients; the model gets `llm_content`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured: Option<Value>,
 }
 
 impl ToolResult {
@@ -157,6 +161,7 @@ impl ToolResult {
             llm_content: vec![ContentPart::Text { text: text.clone() }],
             display: ToolDisplay::Text { text },
             summary: None,
+            structured: None,
         }
     }
 }
@@ -230,6 +235,11 @@ pub trait Tool: Send + Sync {
     /// The tool's annotations (an MCP tool's `annotations`: `readOnlyHint`
     /// and the rest), which policy rules may match on.
     fn annotations(&self) -> Option<&serde_json::Map<String, Value>> {
+        None
+    }
+    /// The JSON schema of the tool's structured result (an MCP tool's
+    /// `outputSchema`), when it declares one.
+    fn output_schema(&self) -> Option<&Value> {
         None
     }
     /// The tool's own name on its MCP server (0.61 names it

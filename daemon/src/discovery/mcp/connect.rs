@@ -237,6 +237,10 @@ impl ClientHandler for Handler {
         self.0.lists_changed.notify_one();
     }
 
+    async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.0.lists_changed.notify_one();
+    }
+
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,

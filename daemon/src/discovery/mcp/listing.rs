@@ -1,4 +1,4 @@
-//! `tools/list` and `prompts/list` answers to what the daemon keeps. Works
+//! `tools/list`, `prompts/list` and `resources/list` answers to what the daemon keeps. Works
 //! on their JSON, so fields newer protocol versions add do no harm.
 
 use serde_json::Value;
@@ -50,6 +50,14 @@ pub fn tools(listed: &[rmcp::model::Tool], config: &ServerConfig) -> Vec<RemoteT
                 declared: t,
             })
         })
+        .collect()
+}
+
+/// Listed items (resources, templates) as the JSON the server sent.
+pub fn as_json<T: serde::Serialize>(listed: Vec<T>) -> Vec<Value> {
+    listed
+        .iter()
+        .filter_map(|item| serde_json::to_value(item).ok())
         .collect()
 }
 

@@ -14,6 +14,8 @@ pub mod content;
 pub mod listing;
 pub mod oauth;
 pub mod probe;
+pub mod resource_tools;
+pub mod resources;
 pub mod server;
 pub mod sse;
 pub mod stdio;
@@ -42,6 +44,8 @@ pub enum McpError {
     UnknownServer(String),
     #[error("{0}")]
     OAuth(#[from] oauth::OAuthError),
+    #[error("{0}")]
+    Call(#[from] crate::tools::ToolError),
 }
 
 pub struct McpManager {
@@ -86,9 +90,9 @@ impl McpManager {
         on_status: StatusFn,
         tokens: Arc<oauth::TokenStore>,
     ) -> Arc<McpManager> {
-        Arc::new(McpManager {
+        let manager = Arc::new(McpManager {
             tokens,
-            registry,
+            registry: registry.clone(),
             servers: Mutex::new(BTreeMap::new()),
             stops: Mutex::new(BTreeMap::new()),
             on_status,
@@ -96,7 +100,98 @@ impl McpManager {
             stop: CancellationToken::new(),
             tasks: TaskTracker::new(),
             sync: Mutex::new(()),
-        })
+        });
+        for tool in resource_tools::tools(&manager) {
+            if let Err(problem) = registry.register(tool) {
+                tracing::warn!(%problem, "MCP resource tool not registered");
+            }
+        }
+        manager
+    }
+
+    fn server(&self, name: &str) -> Result<Arc<Server>, McpError> {
+        self.servers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(name)
+            .cloned()
+            .ok_or_else(|| McpError::UnknownServer(name.to_owned()))
+    }
+
+    /// The resources of every server (or of `server`), in server order.
+    pub fn resources(&self, server: Option<&str>) -> Vec<resources::Listed> {
+        self.servers()
+            .iter()
+            .filter(|s| server.is_none_or(|name| s.name() == name))
+            .flat_map(|s| {
+                s.resources().into_iter().map(|resource| resources::Listed {
+                    server: s.name().to_owned(),
+                    resource,
+                })
+            })
+            .collect()
+    }
+
+    /// The resource templates of every server (or of `server`).
+    pub fn resource_templates(&self, server: Option<&str>) -> Vec<resources::Listed> {
+        self.servers()
+            .iter()
+            .filter(|s| server.is_none_or(|name| s.name() == name))
+            .flat_map(|s| {
+                s.resource_templates()
+                    .into_iter()
+                    .map(|resource| resources::Listed {
+                        server: s.name().to_owned(),
+                        resource,
+                    })
+            })
+            .collect()
+    }
+
+    /// A listed resource by `server:uri` first, then by its bare URI (as
+    /// 0.61 finds them).
+    pub fn find_resource(&self, uri: &str) -> Option<resources::Listed> {
+        let all = self.resources(None);
+        all.iter()
+            .find(|r| {
+                uri.strip_prefix(r.server.as_str())
+                    .and_then(|rest| rest.strip_prefix(':'))
+                    == Some(r.uri())
+            })
+            .or_else(|| all.iter().find(|r| r.uri() == uri))
+            .cloned()
+    }
+
+    /// `resources/read` of `uri` on `server`: the answer as the server
+    /// sent it.
+    pub async fn read_resource(
+        &self,
+        server: &str,
+        uri: &str,
+    ) -> Result<serde_json::Value, McpError> {
+        Ok(self.server(server)?.read_resource(uri).await?)
+    }
+
+    /// `prompts/get` of `name` on `server` with `arguments`: the answer as
+    /// the server sent it.
+    pub async fn get_prompt(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+    ) -> Result<serde_json::Value, McpError> {
+        Ok(self.server(server)?.get_prompt(name, arguments).await?)
+    }
+
+    /// `resources/read` of `uri` on `server` as parts for a prompt (what an
+    /// `@server:uri` reference brings in).
+    pub async fn resource_parts(
+        &self,
+        server: &str,
+        uri: &str,
+    ) -> Result<Vec<crate::tools::ContentPart>, McpError> {
+        let result = self.read_resource(server, uri).await?;
+        Ok(resources::read_parts(&result))
     }
 
     fn servers(&self) -> Vec<Arc<Server>> {
@@ -201,15 +296,6 @@ impl McpManager {
 
     pub fn list(&self) -> Vec<ServerSnapshot> {
         self.servers().iter().map(|s| s.snapshot()).collect()
-    }
-
-    fn server(&self, name: &str) -> Result<Arc<Server>, McpError> {
-        self.servers
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(name)
-            .cloned()
-            .ok_or_else(|| McpError::UnknownServer(name.to_owned()))
     }
 
     /// Starts an OAuth login for `name`; returns the URL to open.

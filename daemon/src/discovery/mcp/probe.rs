@@ -72,6 +72,7 @@ pub struct ProbeReport {
 pub struct ProbeCall {
     pub tool: String,
     pub content: Vec<ContentPart>,
+    pub structured: Option<Value>,
 }
 
 /// Status changes of a probed server go nowhere: nobody lists it.
@@ -158,6 +159,7 @@ pub async fn probe(
                     Some(ProbeCall {
                         tool: name,
                         content: result.llm_content,
+                        structured: result.structured,
                     })
                 })
         }

@@ -5,8 +5,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CancelledNotificationParam, ClientRequest, PingRequest, Request,
-    RequestId, ServerResult,
+    CallToolRequestParams, CancelledNotificationParam, ClientRequest, GetPromptRequestParams,
+    PingRequest, ReadResourceRequestParams, Request, RequestId, ServerResult,
 };
 use rmcp::service::{PeerRequestOptions, RunningService};
 use rmcp::{Peer, RoleClient, ServiceError};
@@ -88,6 +88,10 @@ struct State {
     peer_info: Option<Value>,
     tools: Vec<RemoteTool>,
     prompts: Vec<PromptInfo>,
+    /// `resources/list` and `resources/templates/list`, as the server
+    /// sent them (empty when it offers no resources).
+    resources: Vec<Value>,
+    templates: Vec<Value>,
     /// The names the manager registered this server's tools under.
     registered: Vec<String>,
     pid: Option<u32>,
@@ -158,6 +162,8 @@ impl Server {
                 peer_info: None,
                 tools: Vec::new(),
                 prompts: Vec::new(),
+                resources: Vec::new(),
+                templates: Vec::new(),
                 registered: Vec::new(),
                 pid: None,
                 attempted: false,
@@ -178,6 +184,78 @@ impl Server {
 
     pub fn tools(&self) -> Vec<RemoteTool> {
         self.lock().tools.clone()
+    }
+
+    /// The server's resources, as `resources/list` answered.
+    pub fn resources(&self) -> Vec<Value> {
+        self.lock().resources.clone()
+    }
+
+    /// The server's resource templates, as `resources/templates/list`
+    /// answered.
+    pub fn resource_templates(&self) -> Vec<Value> {
+        self.lock().templates.clone()
+    }
+
+    /// `resources/read` of `uri`: the server's answer as it sent it.
+    pub async fn read_resource(&self, uri: &str) -> Result<Value, ToolError> {
+        let live = self.lock().live.clone();
+        let Some((peer, gone)) = live else {
+            return Err(self.unavailable());
+        };
+        let read = peer.read_resource(ReadResourceRequestParams::new(uri));
+        let answer = tokio::select! {
+            answer = tokio::time::timeout(self.config.timeout, read) => answer,
+            () = gone.cancelled() => return Err(self.ended(&format!("reading {uri}"))),
+        };
+        match answer {
+            Err(_) => Err(ToolError::new(
+                ToolErrorKind::Timeout,
+                format!(
+                    "MCP server {} did not answer resources/read of {uri}",
+                    self.name()
+                ),
+            )),
+            Ok(Err(e)) => Err(ToolError::execution(format!(
+                "MCP server {} could not read {uri}: {e}",
+                self.name()
+            ))),
+            Ok(Ok(result)) => serde_json::to_value(&result)
+                .map_err(|e| ToolError::execution(format!("bad resources/read answer: {e}"))),
+        }
+    }
+
+    /// `prompts/get` of `name` with `arguments`: the server's answer as it
+    /// sent it (`description`, `messages`).
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, Value>,
+    ) -> Result<Value, ToolError> {
+        let live = self.lock().live.clone();
+        let Some((peer, gone)) = live else {
+            return Err(self.unavailable());
+        };
+        let get = peer.get_prompt(GetPromptRequestParams::new(name).with_arguments(arguments));
+        let answer = tokio::select! {
+            answer = tokio::time::timeout(self.config.timeout, get) => answer,
+            () = gone.cancelled() => return Err(self.ended(&format!("getting prompt {name}"))),
+        };
+        match answer {
+            Err(_) => Err(ToolError::new(
+                ToolErrorKind::Timeout,
+                format!(
+                    "MCP server {} did not answer prompts/get of {name}",
+                    self.name()
+                ),
+            )),
+            Ok(Err(e)) => Err(ToolError::execution(format!(
+                "MCP server {} could not get prompt {name}: {e}",
+                self.name()
+            ))),
+            Ok(Ok(result)) => serde_json::to_value(&result)
+                .map_err(|e| ToolError::execution(format!("bad prompts/get answer: {e}"))),
+        }
     }
 
     /// The server's answer to `initialize`, while connected.
@@ -409,11 +487,28 @@ impl Server {
             Ok(Ok(prompts)) => prompts,
             Ok(Err(_)) | Err(_) => Vec::new(),
         };
+        let offers_resources = peer
+            .peer_info()
+            .is_some_and(|info| info.capabilities.resources.is_some());
+        let (resources, templates) = if offers_resources {
+            // Optional like prompts: a failed listing means none.
+            let resources = tokio::time::timeout(LIST_TIMEOUT, peer.list_all_resources()).await;
+            let templates =
+                tokio::time::timeout(LIST_TIMEOUT, peer.list_all_resource_templates()).await;
+            (
+                listing::as_json(resources.ok().and_then(Result::ok).unwrap_or_default()),
+                listing::as_json(templates.ok().and_then(Result::ok).unwrap_or_default()),
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
         let tools = listing::tools(&tools, &self.config);
         let prompts = listing::prompts(&prompts);
         let mut s = self.lock();
         s.tools = tools;
         s.prompts = prompts;
+        s.resources = resources;
+        s.templates = templates;
         Ok(())
     }
 
@@ -523,7 +618,11 @@ impl Server {
             Ok(ServerResult::CallToolResult(result)) => {
                 let value = serde_json::to_value(&result)
                     .map_err(|e| ToolError::execution(format!("bad result: {e}")))?;
-                content::convert(&value, display)
+                let has_output_schema = self
+                    .tools()
+                    .iter()
+                    .any(|t| t.name == tool && t.declared.get("outputSchema").is_some());
+                content::convert(&value, tool, display, has_output_schema)
             }
             Ok(_) => Err(ToolError::execution(format!(
                 "MCP server {} answered tools/call with something that is not a tool result",

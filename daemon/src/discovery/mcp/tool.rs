@@ -20,6 +20,7 @@ pub struct McpTool {
     schema: Value,
     remote: String,
     annotations: Option<serde_json::Map<String, Value>>,
+    output_schema: Option<Value>,
     server: Arc<Server>,
 }
 
@@ -41,6 +42,7 @@ impl McpTool {
                 .get("annotations")
                 .and_then(Value::as_object)
                 .cloned(),
+            output_schema: remote.declared.get("outputSchema").cloned(),
             server,
         }
     }
@@ -78,6 +80,10 @@ impl Tool for McpTool {
 
     fn annotations(&self) -> Option<&serde_json::Map<String, Value>> {
         self.annotations.as_ref()
+    }
+
+    fn output_schema(&self) -> Option<&Value> {
+        self.output_schema.as_ref()
     }
 
     fn remote_name(&self) -> Option<&str> {

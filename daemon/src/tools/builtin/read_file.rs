@@ -222,6 +222,7 @@ impl ReadFileInvocation {
                     }],
                     display: ToolDisplay::Text { text: note.clone() },
                     summary: Some(note),
+                    structured: None,
                 })
             }
             FileClass::Binary => {
@@ -265,6 +266,7 @@ impl ReadFileInvocation {
                         text: summary.clone(),
                     },
                     summary: Some(summary),
+                    structured: None,
                 })
             }
         }

@@ -135,6 +135,7 @@ pub fn run(
             text: summary.clone(),
         },
         summary: Some(format!("Read {read} file(s)")),
+        structured: None,
     })
 }
 

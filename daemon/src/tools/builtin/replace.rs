@@ -231,6 +231,7 @@ impl ReplaceInvocation {
             llm_content: vec![ContentPart::Text { text }],
             display: ToolDisplay::FileDiff(diff),
             summary: Some(format!("Edited {rel}")),
+            structured: None,
         })
     }
 }

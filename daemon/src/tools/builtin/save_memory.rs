@@ -239,6 +239,7 @@ impl ToolInvocation for SaveMemoryInvocation {
             llm_content: vec![ContentPart::Text { text: text.clone() }],
             display: ToolDisplay::Text { text },
             summary: Some("Saved a memory".to_owned()),
+            structured: None,
         })
     }
 }

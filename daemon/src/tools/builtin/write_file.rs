@@ -182,6 +182,7 @@ impl WriteFileInvocation {
             llm_content: vec![ContentPart::Text { text }],
             display: ToolDisplay::FileDiff(diff),
             summary: Some(summary),
+            structured: None,
         })
     }
 }

@@ -1,0 +1,93 @@
+//! `gemctl mcp resources`, `gemctl mcp read` and `gemctl mcp prompt`: the
+//! connected MCP servers' resources and prompts, as the daemon gets them.
+
+use geminid_protocol::api::GeminidApiClient;
+use serde_json::Value;
+
+use std::collections::BTreeMap;
+
+use crate::command::{Ctx, Failure, Outcome, exit, outln, print_json};
+
+fn field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
+}
+
+/// `server:uri | name | description`, as the model's list shows them.
+fn line(server: &str, resource: &Value, uri_key: &str) -> String {
+    let mut text = format!("{server}:{}", field(resource, uri_key).unwrap_or_default());
+    for key in ["name", "description"] {
+        if let Some(value) = field(resource, key) {
+            text.push_str(&format!(" | {value}"));
+        }
+    }
+    text
+}
+
+pub async fn list(ctx: &Ctx, server: Option<String>) -> Outcome {
+    let client = ctx.connect().await?;
+    let listed = client.mcp_resources(server).await?;
+    if ctx.json {
+        return print_json(&listed);
+    }
+    for r in &listed.resources {
+        outln!("{}", line(&r.server, &r.resource, "uri"));
+    }
+    for t in &listed.templates {
+        outln!("template {}", line(&t.server, &t.resource, "uriTemplate"));
+    }
+    Ok(exit::OK)
+}
+
+pub async fn read(ctx: &Ctx, server: String, uri: String) -> Outcome {
+    let client = ctx.connect().await?;
+    let read = client.mcp_read(server, uri).await?;
+    if ctx.json {
+        return print_json(&read);
+    }
+    for content in &read.contents {
+        if let Some(text) = content.get("text").and_then(Value::as_str) {
+            outln!("{text}");
+        } else if let Some(blob) = field(content, "blob") {
+            outln!(
+                "[{} blob, {} bytes]",
+                field(content, "mimeType").unwrap_or("application/octet-stream"),
+                blob.len() * 3 / 4
+            );
+        }
+    }
+    Ok(exit::OK)
+}
+
+pub async fn prompt(ctx: &Ctx, server: String, name: String, arguments: Vec<String>) -> Outcome {
+    let mut args = BTreeMap::new();
+    for pair in arguments {
+        let Some((key, value)) = pair.split_once('=') else {
+            return Err(Failure::new(
+                exit::USAGE,
+                format!("a prompt argument is KEY=VALUE, not {pair:?}"),
+            ));
+        };
+        args.insert(key.to_owned(), value.to_owned());
+    }
+    let client = ctx.connect().await?;
+    let got = client.mcp_prompt(server, name, Some(args)).await?;
+    if ctx.json {
+        return print_json(&got);
+    }
+    for message in &got.messages {
+        let role = field(message, "role").unwrap_or("user");
+        let content = message.get("content").cloned().unwrap_or(Value::Null);
+        let shown = match field(&content, "type") {
+            Some("text") => field(&content, "text").unwrap_or_default().to_owned(),
+            Some("resource") => content
+                .get("resource")
+                .and_then(|r| field(r, "text").or_else(|| field(r, "uri")))
+                .unwrap_or_default()
+                .to_owned(),
+            Some(kind) => format!("[{kind}]"),
+            None => content.to_string(),
+        };
+        outln!("{role}: {shown}");
+    }
+    Ok(exit::OK)
+}

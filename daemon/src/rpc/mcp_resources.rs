@@ -1,0 +1,88 @@
+//! `mcp.resources`, `mcp.read` and `mcp.prompt`: the MCP servers'
+//! resources and prompts to wire types.
+
+use geminid_protocol::error as code;
+use std::collections::BTreeMap;
+
+use geminid_protocol::mcp::{McpPromptResult, McpReadResult, McpResource, McpResources};
+use jsonrpsee::core::RpcResult;
+use serde_json::Value;
+
+use super::rpc_error;
+use crate::daemon::Daemon;
+use crate::discovery::mcp::McpError;
+use crate::discovery::mcp::resources::Listed;
+
+fn wire(listed: Vec<Listed>) -> Vec<McpResource> {
+    listed
+        .into_iter()
+        .map(|l| McpResource {
+            server: l.server,
+            resource: l.resource,
+        })
+        .collect()
+}
+
+pub fn list(daemon: &Daemon, server: Option<&str>) -> McpResources {
+    let mcp = &daemon.discovery.mcp;
+    McpResources {
+        resources: wire(mcp.resources(server)),
+        templates: wire(mcp.resource_templates(server)),
+    }
+}
+
+pub async fn read(daemon: &Daemon, server: String, uri: String) -> RpcResult<McpReadResult> {
+    match daemon.discovery.mcp.read_resource(&server, &uri).await {
+        Ok(answer) => Ok(McpReadResult {
+            contents: answer
+                .get("contents")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
+            server,
+            uri,
+        }),
+        Err(e @ McpError::UnknownServer(_)) => Err(rpc_error(code::INVALID_PARAMS, e.to_string())),
+        Err(e @ (McpError::Call(_) | McpError::OAuth(_))) => {
+            Err(rpc_error(code::MCP_READ_FAILED, e.to_string()))
+        }
+    }
+}
+
+fn failure(e: McpError) -> jsonrpsee::types::ErrorObjectOwned {
+    match e {
+        McpError::UnknownServer(_) => rpc_error(code::INVALID_PARAMS, e.to_string()),
+        McpError::Call(_) | McpError::OAuth(_) => rpc_error(code::MCP_READ_FAILED, e.to_string()),
+    }
+}
+
+pub async fn prompt(
+    daemon: &Daemon,
+    server: String,
+    name: String,
+    arguments: BTreeMap<String, String>,
+) -> RpcResult<McpPromptResult> {
+    let arguments = arguments
+        .into_iter()
+        .map(|(k, v)| (k, Value::String(v)))
+        .collect();
+    let answer = daemon
+        .discovery
+        .mcp
+        .get_prompt(&server, &name, arguments)
+        .await
+        .map_err(failure)?;
+    Ok(McpPromptResult {
+        description: answer
+            .get("description")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        messages: answer
+            .get("messages")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default(),
+        server,
+        name,
+    })
+}

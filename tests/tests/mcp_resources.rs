@@ -1,0 +1,149 @@
+//! MCP resources through the daemon, with server-everything: the model's
+//! `list_mcp_resources` and `read_mcp_resource` tools.
+
+mod peers;
+
+use geminid_protocol::api::GeminidApiClient;
+use geminid_protocol::session::ApprovalMode;
+use geminid_protocol::tool::CallState;
+use peers::*;
+use serde_json::{Value, json};
+
+fn model_text(result: &Value) -> String {
+    result["llmContent"]
+        .as_array()
+        .expect("parts")
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_model_lists_and_reads_resources() {
+    let p = peers();
+    let d = daemon_with_settings(&json!({"mcpServers": {
+        "everything": {"command": everything(&p)}
+    }}));
+    let c = d.client().await;
+    connected(&c, &["everything"]).await;
+    let sid = session(&c, &d, ApprovalMode::Yolo).await;
+
+    let listed = run(&c, &sid, "list_mcp_resources", json!({})).await;
+    assert_eq!(listed.state, CallState::Success, "{listed:#?}");
+    let text = model_text(&result_json(&listed));
+    assert!(text.starts_with("Available MCP Resources:\n"), "{text}");
+    let first = text
+        .lines()
+        .nth(1)
+        .and_then(|l| l.strip_prefix("- everything:"))
+        .expect("a resource of everything");
+    let uri = first.split(" | ").next().expect("its uri").to_owned();
+
+    let other = run(
+        &c,
+        &sid,
+        "list_mcp_resources",
+        json!({"serverName": "nobody"}),
+    )
+    .await;
+    assert_eq!(
+        model_text(&result_json(&other)),
+        "No resources found for server: nobody"
+    );
+
+    // By the bare URI and by `server:uri`, as the list shows it.
+    for asked in [uri.clone(), format!("everything:{uri}")] {
+        let read = run(&c, &sid, "read_mcp_resource", json!({"uri": asked})).await;
+        assert_eq!(read.state, CallState::Success, "{read:#?}");
+        let body = model_text(&result_json(&read));
+        assert!(
+            !body.is_empty() && body != "No content returned from resource.",
+            "{uri}: {body}"
+        );
+    }
+
+    let missing = run(
+        &c,
+        &sid,
+        "read_mcp_resource",
+        json!({"uri": "test://no/such/thing"}),
+    )
+    .await;
+    assert_eq!(missing.state, CallState::Error, "{missing:#?}");
+    let error = missing.error.expect("an error");
+    assert_eq!(error.kind, "not_found");
+    assert_eq!(
+        error.message,
+        "Resource not found for URI: test://no/such/thing"
+    );
+}
+
+fn gemctl(d: &geminid_tests::TestDaemon, args: &[&str]) -> (i32, String, String) {
+    let out = d
+        .gemctl(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run gemctl");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gemctl_lists_and_reads_resources() {
+    let p = peers();
+    let d = daemon_with_settings(&json!({"mcpServers": {
+        "everything": {"command": everything(&p)}
+    }}));
+    let c = d.client().await;
+    connected(&c, &["everything"]).await;
+    let listed = c.mcp_resources(None).await.expect("mcp.resources");
+    let first = listed
+        .resources
+        .first()
+        .expect("everything lists resources");
+    assert_eq!(first.server, "everything");
+    let uri = first.resource["uri"].as_str().expect("a uri").to_owned();
+    assert!(
+        listed
+            .templates
+            .iter()
+            .any(|t| t.resource["uriTemplate"].is_string()),
+        "{listed:#?}"
+    );
+
+    let (code, out, err) = gemctl(&d, &["mcp", "resources", "everything"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.starts_with(&format!("everything:{uri}"))),
+        "{out}"
+    );
+    assert!(
+        out.lines().any(|l| l.starts_with("template everything:")),
+        "{out}"
+    );
+
+    let read = c
+        .mcp_read("everything".into(), uri.clone())
+        .await
+        .expect("mcp.read");
+    assert_eq!(read.contents.first().map(|c| &c["uri"]), Some(&json!(uri)));
+    let (code, out, err) = gemctl(&d, &["mcp", "read", "everything", &uri]);
+    assert_eq!(code, 0, "{err}");
+    let expected = read.contents[0]["text"]
+        .as_str()
+        .map(|t| format!("{t}\n"))
+        .unwrap_or_default();
+    if !expected.is_empty() {
+        assert_eq!(out, expected);
+    } else {
+        assert!(out.contains("blob"), "{out}");
+    }
+
+    let (code, _, err) = gemctl(&d, &["mcp", "read", "nobody", &uri]);
+    assert_ne!(code, 0);
+    assert!(err.contains("no MCP server named \"nobody\""), "{err}");
+}
