@@ -35,6 +35,9 @@ pub struct Daemon {
     /// thread).
     runtime: Option<tokio::runtime::Handle>,
     unused_settings: Mutex<Vec<String>>,
+    /// Every workspace a session was created in: its own tool settings
+    /// and policy files are reported when they change.
+    opened_roots: Mutex<std::collections::BTreeSet<std::path::PathBuf>>,
     /// `general.defaultApprovalMode`: the mode of sessions created
     /// without one.
     default_mode: Mutex<crate::policy::ApprovalMode>,
@@ -134,6 +137,7 @@ impl Daemon {
             config_watch: Mutex::new(None),
             runtime: tokio::runtime::Handle::try_current().ok(),
             unused_settings: Mutex::new(Vec::new()),
+            opened_roots: Mutex::new(Default::default()),
             default_mode: Mutex::new(crate::policy::ApprovalMode::Default),
             shutdown,
             started: Instant::now(),
@@ -193,6 +197,16 @@ impl Daemon {
         }
         self.note_policy_problems();
         self.apply_settings();
+        let roots: Vec<std::path::PathBuf> = self
+            .opened_roots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        for root in roots {
+            self.note_workspace_tool_problems(&root);
+        }
         if let Some(runtime) = &self.runtime {
             let _inside = runtime.enter();
             self.discovery.reload_user();
@@ -335,6 +349,22 @@ impl Daemon {
         session: &crate::session::SessionHandle,
     ) {
         let settings = root.join(".gemini/settings.json");
+        // Its own tool exclusions and policy files apply whatever its
+        // trust (they only make things stricter); edits are reported.
+        self.opened_roots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(root.to_path_buf());
+        if let Some(watch) = self
+            .config_watch
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            watch.add_file(&settings);
+            watch.add_dir(&root.join(".gemini/policies"));
+        }
+        self.note_workspace_tool_problems(root);
         let verdict = self.folder_trust(root);
         let area = format!("workspace {}", root.display());
         if !verdict.trusted {
@@ -353,15 +383,6 @@ impl Daemon {
             }
             return;
         }
-        // Its settings are watched from now on: edits apply live.
-        if let Some(watch) = self
-            .config_watch
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-        {
-            watch.add_file(&settings);
-        }
         let problems: Vec<ConfigProblem> = self
             .discovery
             .workspace_opened(root)
@@ -372,6 +393,24 @@ impl Daemon {
             session.announce(geminid_protocol::event::EventPayload::Error {
                 message: format!("configuration: {problem}"),
             });
+        }
+    }
+
+    /// Reports what cannot be read in `root`'s own tool settings and
+    /// policy files (`daemon.status`, once per change to its sessions).
+    fn note_workspace_tool_problems(&self, root: &std::path::Path) {
+        let area = format!("workspace tools {}", root.display());
+        let fresh = self
+            .problems
+            .set(&area, self.policy.workspace_problems(root));
+        let root = root.display().to_string();
+        for problem in fresh {
+            self.sessions.announce_payload_where(
+                geminid_protocol::event::EventPayload::Error {
+                    message: format!("configuration: {problem}"),
+                },
+                |cwd| cwd == root,
+            );
         }
     }
 

@@ -69,6 +69,11 @@ struct WorkspaceEngine {
     generation: u64,
     stamp: Stamp,
     engine: Arc<PolicyEngine>,
+    /// The last readable `tools.exclude`/`tools.core` rules of its
+    /// settings.json, kept while the file is not JSON.
+    settings_rules: Vec<PolicyRule>,
+    /// What could not be read in its files.
+    problems: Vec<ConfigProblem>,
 }
 
 /// The live policy, shared by every session.
@@ -119,12 +124,22 @@ impl LivePolicy {
 
     /// The rule set in force for a session in `workspace`: the shared
     /// rules plus the Workspace tier, `<workspace>/.gemini/policies/*.toml`
-    /// (deny and ask_user rules only). Re-read when those files change.
+    /// (deny and ask_user rules only), and the deny rules of the
+    /// workspace's own `.gemini/settings.json` (`tools.exclude`,
+    /// `tools.core`: `workspace_settings.rs`). Re-read when those files
+    /// change (a stat of each per call).
     pub fn engine_for(&self, workspace: &Path) -> Arc<PolicyEngine> {
         let dir = workspace.join(".gemini").join("policies");
-        let files = policy_files(&dir).unwrap_or_default();
-        if files.is_empty() {
+        let settings = workspace.join(".gemini").join("settings.json");
+        let mut files = policy_files(&dir).unwrap_or_default();
+        let settings_meta = std::fs::metadata(&settings).ok();
+        if files.is_empty() && settings_meta.is_none() {
+            let mut cache = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
+            cache.remove(workspace);
             return self.engine();
+        }
+        if settings_meta.is_some() {
+            files.push(settings.clone());
         }
         let stamp: Stamp = files
             .iter()
@@ -143,20 +158,44 @@ impl LivePolicy {
             return Arc::clone(&kept.engine);
         }
         let mut rules: Vec<PolicyRule> = self.engine().rules().to_vec();
+        let mut problems = Vec::new();
+        let mut good_settings = cache
+            .get(workspace)
+            .map(|w| w.settings_rules.clone())
+            .unwrap_or_default();
         for path in &files {
-            match std::fs::read_to_string(path) {
-                Ok(text) => {
-                    let (found, errors) =
-                        parse_policy(&text, &path.display().to_string(), Tier::Workspace);
-                    for error in &errors {
-                        tracing::warn!(problem = %error, "workspace policy");
-                    }
-                    rules.extend(found);
-                }
+            let text = match std::fs::read_to_string(path) {
+                Ok(text) => text,
                 Err(e) => {
-                    tracing::warn!(problem = %format!("{}: cannot read: {e}", path.display()), "workspace policy");
+                    problems.push(
+                        ConfigProblem::new(path.display().to_string(), format!("cannot read: {e}"))
+                            .kept(super::workspace_settings::FLOOR_KEPT),
+                    );
+                    rules.push(unreadable_floor(path));
+                    continue;
                 }
+            };
+            if *path == settings {
+                let read = super::workspace_settings::workspace_tool_rules(
+                    &path.display().to_string(),
+                    &text,
+                );
+                problems.extend(read.problems);
+                if read.unreadable {
+                    rules.extend(good_settings.iter().cloned());
+                } else {
+                    good_settings = read.rules.iter().filter(|r| !r.floor).cloned().collect();
+                }
+                rules.extend(read.rules);
+                continue;
             }
+            let (found, errors) = parse_policy(&text, &path.display().to_string(), Tier::Workspace);
+            problems.extend(
+                errors
+                    .iter()
+                    .map(|e| ConfigProblem::new(path.display().to_string(), e.to_string())),
+            );
+            rules.extend(found);
         }
         let engine = Arc::new(PolicyEngine::new(rules));
         cache.insert(
@@ -165,9 +204,23 @@ impl LivePolicy {
                 generation,
                 stamp,
                 engine: Arc::clone(&engine),
+                settings_rules: good_settings,
+                problems,
             },
         );
         engine
+    }
+
+    /// What is wrong with `workspace`'s own policy files and tool
+    /// settings now (read again when they changed).
+    pub fn workspace_problems(&self, workspace: &Path) -> Vec<ConfigProblem> {
+        let _ = self.engine_for(workspace);
+        self.workspaces
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(workspace)
+            .map(|w| w.problems.clone())
+            .unwrap_or_default()
     }
 
     /// Every problem of the sources as they are now, for people.
@@ -330,6 +383,21 @@ impl LivePolicy {
         }
         set
     }
+}
+
+/// A workspace file that exists but cannot be read: every tool asks.
+fn unreadable_floor(path: &Path) -> PolicyRule {
+    let mut rule = PolicyRule::new(
+        super::Decision::AskUser,
+        0,
+        super::RuleSource {
+            file: path.display().to_string(),
+            index: 0,
+            tier: Tier::User,
+        },
+    );
+    rule.floor = true;
+    rule
 }
 
 /// Takes `text` as the file's content: parsed only when it differs from

@@ -1,0 +1,198 @@
+//! A workspace's own configuration through a real daemon: its
+//! `.gemini/settings.json` `tools.exclude` / `tools.core` hide and refuse
+//! tools for that workspace's sessions only, live on edit, and a value that
+//! cannot be read fails closed and is reported in `daemon status`.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use geminid_tests::*;
+use serde_json::json;
+
+fn write_workspace_settings(root: &Path, text: &str) -> PathBuf {
+    let dir = root.join(".gemini");
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("settings.json");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+async fn tool_names(c: &Client, session: &str) -> Vec<String> {
+    c.list_tools(Some(session.to_owned()))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
+
+/// Runs `name` with `args` and returns its final snapshot.
+async fn run(
+    c: &Client,
+    session: &str,
+    name: &str,
+    args: serde_json::Value,
+) -> geminid_protocol::tool::ToolCallSnapshot {
+    c.call_tool(session.to_owned(), name.into(), Some(args), Some(true))
+        .await
+        .unwrap()
+        .outcome
+        .expect("a final snapshot")
+}
+
+async fn until_listed(c: &Client, session: &str, tool: &str, want: bool) {
+    let start = Instant::now();
+    while start.elapsed() < Duration::from_secs(5) {
+        if tool_names(c, session).await.iter().any(|n| n == tool) == want {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("{tool} listed should be {want}");
+}
+
+#[tokio::test]
+async fn a_workspace_exclude_hides_and_refuses_the_tool_there_only() {
+    let d = TestDaemon::start();
+    let other = d.dir.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    let other = other.canonicalize().unwrap();
+    let settings = write_workspace_settings(
+        &d.workspace,
+        "{\n  // no shell here\n  \"tools\": {\"exclude\": [\"run_shell_command\"]}\n}\n",
+    );
+    let c = d.client().await;
+    let here = yolo_session(&c, &d.workspace).await;
+    let there = yolo_session(&c, &other).await;
+    assert!(
+        !tool_names(&c, &here)
+            .await
+            .iter()
+            .any(|n| n == "run_shell_command")
+    );
+    assert!(
+        tool_names(&c, &there)
+            .await
+            .iter()
+            .any(|n| n == "run_shell_command")
+    );
+    let refused = run(
+        &c,
+        &here,
+        "run_shell_command",
+        json!({"command": "echo hi"}),
+    )
+    .await;
+    let error = refused.error.expect("refused");
+    assert_eq!(error.kind, "denied", "{error:?}");
+    assert!(
+        error.message.contains("settings.json")
+            || refused
+                .decided_by
+                .as_deref()
+                .is_some_and(|d| d.contains("settings.json")),
+        "the refusal names where it comes from: {error:?} {:?}",
+        refused.decided_by
+    );
+    let ran = run(
+        &c,
+        &there,
+        "run_shell_command",
+        json!({"command": "echo hi"}),
+    )
+    .await;
+    assert!(ran.result.is_some(), "{ran:?}");
+    // Live: the exclusion moves to another tool.
+    std::fs::write(&settings, r#"{"tools": {"exclude": ["glob"]}}"#).unwrap();
+    until_listed(&c, &here, "run_shell_command", true).await;
+    until_listed(&c, &here, "glob", false).await;
+    // tools.core: only what it lists.
+    std::fs::write(&settings, r#"{"tools": {"core": ["read_file"]}}"#).unwrap();
+    until_listed(&c, &here, "write_file", false).await;
+    let names = tool_names(&c, &here).await;
+    assert!(names.contains(&"read_file".to_owned()), "{names:?}");
+    assert!(
+        !names.contains(&"run_shell_command".to_owned()),
+        "{names:?}"
+    );
+    assert!(!names.contains(&"glob".to_owned()), "{names:?}");
+    // A workspace cannot allow: its tools.allowed is not read.
+    std::fs::write(
+        &settings,
+        r#"{"tools": {"allowed": ["run_shell_command"]}}"#,
+    )
+    .unwrap();
+    let default = session_in(&c, &d.workspace, None, Some(false)).await;
+    until_listed(&c, &default, "write_file", true).await;
+    let asked = run(
+        &c,
+        &default,
+        "run_shell_command",
+        json!({"command": "echo hi"}),
+    )
+    .await;
+    assert_eq!(asked.error.map(|e| e.kind).as_deref(), Some("denied"));
+}
+
+#[tokio::test]
+async fn a_workspace_exclude_that_cannot_be_read_fails_closed_and_is_reported() {
+    let d = TestDaemon::start();
+    let settings = write_workspace_settings(&d.workspace, r#"{"tools": {"exclude": "glob"}}"#);
+    let c = d.client().await;
+    let session = session_in(&c, &d.workspace, None, Some(false)).await;
+    let file = std::fs::canonicalize(&d.workspace)
+        .unwrap()
+        .join(".gemini/settings.json");
+    let status = c.status().await.unwrap();
+    let problem = status
+        .config_problems
+        .iter()
+        .find(|p| p.file == file.display().to_string())
+        .unwrap_or_else(|| panic!("not reported: {:?}", status.config_problems));
+    assert!(problem.message.contains("tools.exclude"), "{problem:?}");
+    // Every tool asks, so in a non-interactive session even a read is refused.
+    std::fs::write(d.workspace.join("a.txt"), "hello").unwrap();
+    let path = d.workspace.join("a.txt").display().to_string();
+    let refused = run(&c, &session, "read_file", json!({"absolute_path": path})).await;
+    assert_eq!(refused.error.map(|e| e.kind).as_deref(), Some("denied"));
+    // Not JSON at all: still closed, the line named.
+    std::fs::write(&settings, "{\n  \"tools\": {\"exclude\": [\"glob\"]\n").unwrap();
+    let start = Instant::now();
+    loop {
+        let status = c.status().await.unwrap();
+        if status
+            .config_problems
+            .iter()
+            .any(|p| p.file.ends_with(".gemini/settings.json") && p.line.is_some())
+        {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(5), "{status:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let refused = run(&c, &session, "read_file", json!({"absolute_path": path})).await;
+    assert_eq!(refused.error.map(|e| e.kind).as_deref(), Some("denied"));
+    // Fixed: the read runs, the problem is gone.
+    std::fs::write(&settings, r#"{"tools": {"exclude": ["glob"]}}"#).unwrap();
+    let start = Instant::now();
+    loop {
+        let ran = run(&c, &session, "read_file", json!({"absolute_path": path})).await;
+        if ran.result.is_some() {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(5), "{ran:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let start = Instant::now();
+    while c
+        .status()
+        .await
+        .unwrap()
+        .config_problems
+        .iter()
+        .any(|p| p.file.ends_with(".gemini/settings.json"))
+    {
+        assert!(start.elapsed() < Duration::from_secs(5));
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
