@@ -312,4 +312,14 @@ pub trait GeminidApi {
         &self,
         #[argument(rename = "sessionId")] session_id: Option<String>,
     ) -> RpcResult<CommandDiscoveryInfo>;
+
+    /// `extensions.list {cwd?}`: the extensions installed under
+    /// `~/.gemini/extensions`, each with name, version, path, whether it
+    /// is enabled (for `cwd`, else for the user's home), what it
+    /// contributes and its problems.
+    #[method(name = "extensions.list", param_kind = map)]
+    async fn list_extensions(
+        &self,
+        cwd: Option<String>,
+    ) -> RpcResult<Vec<crate::extension::ExtensionInfo>>;
 }

@@ -43,18 +43,18 @@ impl PolicySources {
         self.user_dir.join("geminid-always-allow.toml")
     }
 
-    /// The `policies` directory of every installed extension.
+    /// The `policies` directory of every extension enabled for the user
+    /// (a linked install's at its source).
     fn extension_policy_dirs(&self) -> Vec<PathBuf> {
         let Some(root) = &self.extensions_dir else {
             return Vec::new();
         };
-        let Ok(entries) = std::fs::read_dir(root) else {
-            return Vec::new();
-        };
-        let mut dirs: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path().join("policies"))
-            .filter(|p| p.is_dir())
+        let home = root.parent().and_then(Path::parent).unwrap_or(root);
+        let (found, _) = crate::extensions::load_all(root);
+        let mut dirs: Vec<PathBuf> = found
+            .into_iter()
+            .filter(|e| e.enabled_for(home))
+            .filter_map(|e| e.policy_dir)
             .collect();
         dirs.sort();
         dirs
@@ -304,6 +304,7 @@ impl LivePolicy {
                 }
             }
         }
+        self.extension_rules(&mut by_file, &mut seen, &mut changed);
         // Files that are gone take their rules with them.
         let before = by_file.len();
         by_file.retain(|path, _| seen.contains(path));
@@ -324,6 +325,65 @@ impl LivePolicy {
         drop(by_file);
         *self.problems.write().unwrap_or_else(|e| e.into_inner()) = problems;
         changed
+    }
+
+    /// The `excludeTools` of every extension enabled for the user (0.61
+    /// adds them to its excluded tools): deny rules at the user settings'
+    /// place. A manifest that is not JSON keeps the rules it had and, like
+    /// an entry that is not a tool name, adds a floor (every tool asks).
+    fn extension_rules(
+        &self,
+        by_file: &mut BTreeMap<PathBuf, FileState>,
+        seen: &mut Vec<PathBuf>,
+        changed: &mut bool,
+    ) {
+        let Some(dir) = &self.sources.extensions_dir else {
+            return;
+        };
+        let home = dir.parent().and_then(Path::parent).unwrap_or(dir);
+        let (found, _) = crate::extensions::load_all(dir);
+        for ext in found.iter().filter(|e| e.enabled_for(home)) {
+            let path = ext.manifest();
+            let floor_key = PathBuf::from(format!("{}#unreadable", path.display()));
+            if ext.broken {
+                seen.push(floor_key.clone());
+                *changed |= refresh(by_file, &floor_key, "floor".to_owned(), |_| {
+                    (vec![unreadable_floor(&path)], Vec::new(), false)
+                });
+            }
+            if !ext.loaded {
+                // Not JSON: what it excluded before stays.
+                if ext.broken && by_file.contains_key(&path) {
+                    seen.push(path);
+                }
+                continue;
+            }
+            seen.push(path.clone());
+            let key = format!("{:?}", ext.exclude_tools);
+            *changed |= refresh(by_file, &path, key, |_| {
+                let rules = ext
+                    .exclude_tools
+                    .iter()
+                    .enumerate()
+                    .map(|(i, entry)| {
+                        let (name, prefix) = super::settings::parse_tool_entry(entry);
+                        let mut rule = PolicyRule::new(
+                            super::Decision::Deny,
+                            super::settings::EXCLUDE_PRIORITY,
+                            super::RuleSource {
+                                file: format!("{} (excludeTools)", path.display()),
+                                index: i + 1,
+                                tier: Tier::User,
+                            },
+                        );
+                        rule.tool_names = vec![name];
+                        rule.command_prefix = prefix.into_iter().collect();
+                        rule
+                    })
+                    .collect();
+                (rules, Vec::new(), false)
+            });
+        }
     }
 
     /// `(path, tier)` of every policy file, admin tier only when the
