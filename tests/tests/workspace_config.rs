@@ -196,3 +196,64 @@ async fn a_workspace_exclude_that_cannot_be_read_fails_closed_and_is_reported() 
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[tokio::test]
+async fn include_directories_are_extra_roots_and_a_missing_one_is_reported() {
+    let mut d = TestDaemon::prepared(&[]);
+    let extra = d.dir.path().join("shared-lib");
+    let outside = d.dir.path().join("outside");
+    std::fs::create_dir_all(&extra).unwrap();
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(extra.join("lib.txt"), "shared-content").unwrap();
+    std::fs::write(outside.join("secret.txt"), "not-for-tools").unwrap();
+    let gemini = d.home().join(".gemini");
+    std::fs::create_dir_all(&gemini).unwrap();
+    std::fs::write(
+        gemini.join("settings.json"),
+        json!({"context": {"includeDirectories": [extra, d.dir.path().join("missing")]}})
+            .to_string(),
+    )
+    .unwrap();
+    d.spawn();
+    let c = d.client().await;
+    let session = yolo_session(&c, &d.workspace).await;
+    let read = run(
+        &c,
+        &session,
+        "read_file",
+        json!({"absolute_path": extra.join("lib.txt")}),
+    )
+    .await;
+    let text = serde_json::to_string(&read.result).unwrap();
+    assert!(text.contains("shared-content"), "{read:?}");
+    let wrote = run(
+        &c,
+        &session,
+        "write_file",
+        json!({"file_path": extra.join("new.txt"), "content": "made"}),
+    )
+    .await;
+    assert!(wrote.result.is_some(), "{wrote:?}");
+    assert_eq!(
+        std::fs::read_to_string(extra.join("new.txt")).unwrap(),
+        "made"
+    );
+    let refused = run(
+        &c,
+        &session,
+        "read_file",
+        json!({"absolute_path": outside.join("secret.txt")}),
+    )
+    .await;
+    assert_eq!(
+        refused.error.map(|e| e.kind).as_deref(),
+        Some("path_not_allowed")
+    );
+    // The missing one: said in the session, the session works.
+    let mut events = c.subscribe_session(session.clone(), Some(0)).await.unwrap();
+    collect_until(&mut events, |e| {
+        matches!(&e.payload, geminid_protocol::EventPayload::Error { message }
+            if message.contains("includeDirectories") && message.contains("missing"))
+    })
+    .await;
+}
