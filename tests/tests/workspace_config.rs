@@ -257,3 +257,42 @@ async fn include_directories_are_extra_roots_and_a_missing_one_is_reported() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_workspace_env_file_reaches_its_shell_commands_only_sanitized() {
+    let d = TestDaemon::start();
+    let other = d.dir.path().join("other");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(
+        d.workspace.join(".env"),
+        "GEMINID_DOTENV_PROBE=from-ws\nBASH_ENV=/tmp/evil\nDEBUG=1\nGEMINI_API_KEY=sekrit\nHOME=/nowhere\n",
+    )
+    .unwrap();
+    let c = d.client().await;
+    let here = yolo_session(&c, &d.workspace).await;
+    let there = yolo_session(&c, &other.canonicalize().unwrap()).await;
+    let probe = json!({"command":
+        "echo \"P=${GEMINID_DOTENV_PROBE:-none} B=${BASH_ENV:-none} D=${DEBUG:-none} K=${GEMINI_API_KEY:-none} H=$HOME\""});
+    let out =
+        |s: geminid_protocol::tool::ToolCallSnapshot| serde_json::to_string(&s.result).unwrap();
+    let text = out(run(&c, &here, "run_shell_command", probe.clone()).await);
+    assert!(text.contains("P=from-ws"), "{text}");
+    assert!(
+        text.contains("B=none"),
+        "dangerous variable dropped: {text}"
+    );
+    assert!(
+        text.contains("D=none"),
+        "0.61's excluded variable dropped: {text}"
+    );
+    assert!(text.contains("K=none"), "secrets stay redacted: {text}");
+    assert!(
+        !text.contains("H=/nowhere"),
+        "the daemon's own variables win: {text}"
+    );
+    let text = out(run(&c, &there, "run_shell_command", probe).await);
+    assert!(
+        text.contains("P=none"),
+        "no leak to another workspace: {text}"
+    );
+}
