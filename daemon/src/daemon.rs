@@ -162,6 +162,22 @@ impl Daemon {
                     .map(|d| d.extension_context_files(root))
                     .unwrap_or_default()
             }));
+        // A stored session loaded again (after a restart) opens its
+        // workspace as session.create does: its servers start now, not at
+        // the next session.create there.
+        let weak = Arc::downgrade(&daemon);
+        daemon.sessions.on_loaded(Arc::new(move |handle| {
+            let (Some(daemon), Ok(runtime)) =
+                (weak.upgrade(), tokio::runtime::Handle::try_current())
+            else {
+                return;
+            };
+            let handle = handle.clone();
+            runtime.spawn_blocking(move || {
+                let root = std::path::PathBuf::from(&handle.cwd);
+                daemon.workspace_opened(&root, &handle);
+            });
+        }));
         daemon.note_policy_problems();
         daemon.apply_settings();
         daemon.watch_config();

@@ -3,6 +3,8 @@
 //! tools for that workspace's sessions only, live on edit, and a value that
 //! cannot be read fails closed and is reported in `daemon status`.
 
+mod peers;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -295,4 +297,46 @@ async fn a_workspace_env_file_reaches_its_shell_commands_only_sanitized() {
         text.contains("P=none"),
         "no leak to another workspace: {text}"
     );
+}
+
+#[tokio::test]
+async fn a_session_loaded_after_a_restart_starts_its_workspace_servers() {
+    let p = peers::peers();
+    let mut d = TestDaemon::prepared(&[]);
+    write_workspace_settings(
+        &d.workspace,
+        &json!({"mcpServers": {"ws": {"command": peers::everything(&p), "includeTools": ["echo"]}}})
+            .to_string(),
+    );
+    d.spawn();
+    let c = d.client().await;
+    let session = yolo_session(&c, &d.workspace).await;
+    peers::connected(&c, &["ws"]).await;
+    drop(c);
+    assert_eq!(d.terminate(), Some(0));
+    d.spawn();
+    let c = d.client().await;
+    // Nothing has opened the workspace yet.
+    assert!(
+        c.list_mcp()
+            .await
+            .unwrap()
+            .servers
+            .iter()
+            .all(|s| s.name != "ws")
+    );
+    // Using the stored session loads it, which starts its servers.
+    let file = d.workspace.join("a.txt");
+    std::fs::write(&file, "x").unwrap();
+    let read = run(&c, &session, "read_file", json!({"absolute_path": file})).await;
+    assert!(read.result.is_some(), "{read:?}");
+    peers::connected(&c, &["ws"]).await;
+    let start = Instant::now();
+    while !tool_names(&c, &session).await.contains(&"echo".to_owned()) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "echo never listed"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }

@@ -20,7 +20,13 @@ pub struct SessionManager {
     live: Mutex<HashMap<String, SessionHandle>>,
     tracker: TaskTracker,
     cancel: CancellationToken,
+    /// Told of each stored session loaded again (after a restart), outside
+    /// every lock: its workspace's servers start then.
+    on_loaded: Mutex<Option<LoadedFn>>,
 }
+
+/// Called with a stored session's handle when its actor starts.
+pub type LoadedFn = std::sync::Arc<dyn Fn(&SessionHandle) + Send + Sync>;
 
 /// What a new session starts with.
 pub struct NewSession {
@@ -45,7 +51,13 @@ impl SessionManager {
             live: Mutex::new(HashMap::new()),
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
+            on_loaded: Mutex::new(None),
         }
+    }
+
+    /// From now on, `hook` is told of every stored session loaded again.
+    pub fn on_loaded(&self, hook: LoadedFn) {
+        *self.on_loaded.lock().unwrap_or_else(|e| e.into_inner()) = Some(hook);
     }
 
     /// The daemon's places the sandbox hides or holds read-only.
@@ -161,6 +173,17 @@ impl SessionManager {
             &self.cancel,
         )?;
         live.insert(id, handle.clone());
+        drop(live);
+        if !fresh {
+            let hook = self
+                .on_loaded
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            if let Some(hook) = hook {
+                hook(&handle);
+            }
+        }
         Ok(handle)
     }
 
