@@ -187,6 +187,41 @@ pub fn for_child() -> Vec<(OsString, OsString)> {
         .sanitize(std::env::vars_os())
 }
 
+/// The environment of a child working for a session in `workspace`: the
+/// daemon's, plus the `.env` file 0.61 reads for that workspace (the first
+/// of `.gemini/.env`, `.env` upwards, then `~/.gemini/.env`, `~/.env`;
+/// `model/dotenv.rs`), each variable only where the daemon's environment
+/// has none (0.61 never overrides one), a project file's excluded
+/// variables (`DEBUG`, `DEBUG_MODE`) and the ones that make a child run
+/// other code (`BASH_ENV`, `LD_PRELOAD`...) left out, then sanitized like
+/// the rest. Read at each call: nothing of one workspace stays for the next.
+pub fn for_child_in(workspace: &std::path::Path) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let file = home
+        .as_deref()
+        .and_then(|home| crate::model::dotenv::find(workspace, home).map(|f| (f, home)))
+        .and_then(|(f, home)| crate::model::dotenv::read(&f, home).ok());
+    if let Some(file) = file {
+        let excluded: Vec<String> = crate::model::dotenv::DEFAULT_EXCLUDED
+            .iter()
+            .map(|s| (*s).to_owned())
+            .collect();
+        for (key, _) in &file.vars {
+            if is_dangerous_override(key) || env.iter().any(|(k, _)| k == key.as_str()) {
+                continue;
+            }
+            if let Some(value) = file.get(key, &excluded) {
+                env.push((key.into(), value.into()));
+            }
+        }
+    }
+    CURRENT
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .sanitize(env)
+}
+
 /// Whether `key=value` is kept from children under the opt-outs in force.
 pub fn redacts_now(key: &str, value: &str) -> bool {
     CURRENT

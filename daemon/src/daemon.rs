@@ -35,6 +35,11 @@ pub struct Daemon {
     /// thread).
     runtime: Option<tokio::runtime::Handle>,
     unused_settings: Mutex<Vec<String>>,
+    /// Every workspace a session was created in: its own tool settings
+    /// and policy files are reported when they change.
+    opened_roots: Mutex<std::collections::BTreeSet<std::path::PathBuf>>,
+    /// The installed extensions as last read (`extensions.list`).
+    extensions: Mutex<Vec<crate::extensions::Extension>>,
     /// `general.defaultApprovalMode`: the mode of sessions created
     /// without one.
     default_mode: Mutex<crate::policy::ApprovalMode>,
@@ -148,6 +153,8 @@ impl Daemon {
             config_watch: Mutex::new(None),
             runtime: tokio::runtime::Handle::try_current().ok(),
             unused_settings: Mutex::new(Vec::new()),
+            opened_roots: Mutex::new(Default::default()),
+            extensions: Mutex::new(Vec::new()),
             default_mode: Mutex::new(crate::policy::ApprovalMode::Default),
             shutdown,
             started: Instant::now(),
@@ -161,12 +168,37 @@ impl Daemon {
             .set_trust(Arc::new(move |root: &std::path::Path| {
                 weak.upgrade().is_some_and(|d| d.folder_trust(root).trusted)
             }));
+        let weak = Arc::downgrade(&daemon);
+        daemon
+            .memory
+            .set_extension_files(Arc::new(move |root: &std::path::Path| {
+                weak.upgrade()
+                    .map(|d| d.extension_context_files(root))
+                    .unwrap_or_default()
+            }));
+        // A stored session loaded again (after a restart) opens its
+        // workspace as session.create does: its servers start now, not at
+        // the next session.create there.
+        let weak = Arc::downgrade(&daemon);
+        daemon.sessions.on_loaded(Arc::new(move |handle| {
+            let (Some(daemon), Ok(runtime)) =
+                (weak.upgrade(), tokio::runtime::Handle::try_current())
+            else {
+                return;
+            };
+            let handle = handle.clone();
+            runtime.spawn_blocking(move || {
+                let root = std::path::PathBuf::from(&handle.cwd);
+                daemon.workspace_opened(&root, &handle);
+            });
+        }));
         daemon.note_policy_problems();
         daemon.apply_settings();
         daemon.watch_config();
         // In the background: the socket is never delayed by MCP servers.
         if tokio::runtime::Handle::try_current().is_ok() {
             daemon.discovery.start();
+            daemon.apply_extensions();
             daemon.sessions.resume_pending_prompts();
         }
         Ok(daemon)
@@ -207,9 +239,20 @@ impl Daemon {
         }
         self.note_policy_problems();
         self.apply_settings();
+        let roots: Vec<std::path::PathBuf> = self
+            .opened_roots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        for root in roots {
+            self.note_workspace_tool_problems(&root);
+        }
         if let Some(runtime) = &self.runtime {
             let _inside = runtime.enter();
             self.discovery.reload_user();
+            self.apply_extensions();
             // The workspaces sessions opened: their servers follow their
             // settings (and their trust) too.
             for root in self.discovery.opened_workspaces() {
@@ -349,6 +392,22 @@ impl Daemon {
         session: &crate::session::SessionHandle,
     ) {
         let settings = root.join(".gemini/settings.json");
+        // Its own tool exclusions and policy files apply whatever its
+        // trust (they only make things stricter); edits are reported.
+        self.opened_roots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(root.to_path_buf());
+        if let Some(watch) = self
+            .config_watch
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            watch.add_file(&settings);
+            watch.add_dir(&root.join(".gemini/policies"));
+        }
+        self.note_workspace_tool_problems(root);
         let verdict = self.folder_trust(root);
         let area = format!("workspace {}", root.display());
         if !verdict.trusted {
@@ -367,15 +426,6 @@ impl Daemon {
             }
             return;
         }
-        // Its settings are watched from now on: edits apply live.
-        if let Some(watch) = self
-            .config_watch
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .as_ref()
-        {
-            watch.add_file(&settings);
-        }
         let problems: Vec<ConfigProblem> = self
             .discovery
             .workspace_opened(root)
@@ -386,6 +436,105 @@ impl Daemon {
             session.announce(geminid_protocol::event::EventPayload::Error {
                 message: format!("configuration: {problem}"),
             });
+        }
+    }
+
+    /// Reads the installed extensions again: their MCP servers follow
+    /// their manifests, memory is reloaded when their context files
+    /// changed, their files are watched, and their problems reported
+    /// (area `extensions`). Their `excludeTools` and policies are the
+    /// policy's (`policy/live.rs`).
+    fn apply_extensions(&self) {
+        let dir = self.config.user_gemini_dir.join("extensions");
+        let (found, mut problems) = crate::extensions::load_all(&dir);
+        if let Some(watch) = self
+            .config_watch
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            watch.add_dir(&dir);
+            for file in crate::extensions::watched_files(&dir, &found) {
+                watch.add_file(&file);
+            }
+        }
+        let home = self.home();
+        let mut servers = Vec::new();
+        for ext in &found {
+            problems.extend(ext.problems.iter().cloned());
+            if !ext.loaded || !ext.enabled_for(&home) {
+                continue;
+            }
+            let doc = serde_json::json!({ "mcpServers": ext.mcp_servers });
+            let read = crate::discovery::settings::parse(&doc, crate::discovery::EXTENSION_SCOPE);
+            problems.extend(read.problems.into_iter().map(|p| {
+                crate::problems::ConfigProblem::new(ext.manifest().display().to_string(), p)
+                    .kept("that server does not start")
+            }));
+            servers.extend(read.servers);
+        }
+        for problem in self.discovery.set_extension_servers(servers) {
+            tracing::warn!(problem = %problem, "extension MCP servers");
+        }
+        let context = |list: &[crate::extensions::Extension]| -> Vec<_> {
+            list.iter()
+                .map(|e| (e.name.clone(), e.overrides.clone(), e.context_files.clone()))
+                .collect()
+        };
+        let mut kept = self.extensions.lock().unwrap_or_else(|e| e.into_inner());
+        let memory_changed = context(&kept) != context(&found);
+        *kept = found;
+        drop(kept);
+        if memory_changed {
+            self.memory.invalidate_all();
+        }
+        let fresh = self.problems.set("extensions", problems);
+        self.announce_problems(&fresh);
+    }
+
+    /// The context files of the extensions enabled for `root`.
+    fn extension_context_files(&self, root: &std::path::Path) -> Vec<std::path::PathBuf> {
+        self.extensions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .filter(|e| e.loaded && e.enabled_for(root))
+            .flat_map(|e| e.context_files.iter().cloned())
+            .collect()
+    }
+
+    /// The installed extensions as last read.
+    pub fn extensions(&self) -> Vec<crate::extensions::Extension> {
+        self.extensions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The user's home (the parent of the user's Gemini directory).
+    pub fn home(&self) -> std::path::PathBuf {
+        self.config
+            .user_gemini_dir
+            .parent()
+            .unwrap_or(&self.config.user_gemini_dir)
+            .to_path_buf()
+    }
+
+    /// Reports what cannot be read in `root`'s own tool settings and
+    /// policy files (`daemon.status`, once per change to its sessions).
+    fn note_workspace_tool_problems(&self, root: &std::path::Path) {
+        let area = format!("workspace tools {}", root.display());
+        let fresh = self
+            .problems
+            .set(&area, self.policy.workspace_problems(root));
+        let root = root.display().to_string();
+        for problem in fresh {
+            self.sessions.announce_payload_where(
+                geminid_protocol::event::EventPayload::Error {
+                    message: format!("configuration: {problem}"),
+                },
+                |cwd| cwd == root,
+            );
         }
     }
 

@@ -11,6 +11,7 @@ pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod discovery;
+pub mod extensions;
 pub mod heap;
 pub mod jsonc;
 pub mod memory;

@@ -146,6 +146,19 @@ impl ConfigWatch {
         };
         rearm(&self.watcher, &now, &mut lock(&self.armed));
     }
+
+    /// Watches one more directory (a workspace's policies, an extension),
+    /// also before it exists.
+    pub fn add_dir(&self, dir: &Path) {
+        let now = {
+            let mut set = lock(&self.set);
+            if !set.dirs.insert(dir.to_path_buf()) {
+                return;
+            }
+            set.clone()
+        };
+        rearm(&self.watcher, &now, &mut lock(&self.armed));
+    }
 }
 
 /// Blocks until a relevant change has settled; `None` once the watcher

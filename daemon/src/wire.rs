@@ -499,3 +499,23 @@ pub fn restore_conflicts(
         })
         .collect()
 }
+/// An installed extension on the wire (`extensions.list`), its
+/// enablement decided for `dir`.
+pub fn extension_info(
+    ext: &crate::extensions::Extension,
+    dir: &std::path::Path,
+) -> proto::extension::ExtensionInfo {
+    let shown = |p: &std::path::Path| p.display().to_string();
+    proto::extension::ExtensionInfo {
+        name: ext.name.clone(),
+        version: ext.version.clone(),
+        description: ext.description.clone(),
+        path: shown(&ext.path),
+        enabled: ext.loaded && ext.enabled_for(dir),
+        mcp_servers: ext.mcp_servers.keys().cloned().collect(),
+        context_files: ext.context_files.iter().map(|p| shown(p)).collect(),
+        exclude_tools: ext.exclude_tools.clone(),
+        policies: ext.policy_dir.as_deref().map(shown),
+        problems: ext.problems.iter().map(ToString::to_string).collect(),
+    }
+}

@@ -393,4 +393,13 @@ pub trait GeminidApi {
         name: String,
         arguments: Option<BTreeMap<String, String>>,
     ) -> RpcResult<McpPromptResult>;
+    /// `extensions.list {cwd?}`: the extensions installed under
+    /// `~/.gemini/extensions`, each with name, version, path, whether it
+    /// is enabled (for `cwd`, else for the user's home), what it
+    /// contributes and its problems.
+    #[method(name = "extensions.list", param_kind = map)]
+    async fn list_extensions(
+        &self,
+        cwd: Option<String>,
+    ) -> RpcResult<Vec<crate::extension::ExtensionInfo>>;
 }

@@ -14,6 +14,7 @@
 pub mod api;
 pub mod error;
 pub mod event;
+pub mod extension;
 pub mod framing;
 pub mod mcp;
 pub mod paths;

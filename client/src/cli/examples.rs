@@ -93,6 +93,16 @@ Examples:
   gemctl memory show
   gemctl memory reload --cwd ~/project";
 
+pub const EXTENSIONS: &str = "\
+Examples:
+  gemctl extensions list
+  gemctl extensions list --cwd ~/project --json";
+
+pub const EXTENSIONS_LIST: &str = "\
+Examples:
+  gemctl extensions list                 # enabled for the current directory?
+  gemctl extensions list --json";
+
 pub const MEMORY_SHOW: &str = "\
 Examples:
   gemctl memory show                     # for the current directory

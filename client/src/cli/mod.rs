@@ -10,6 +10,7 @@ mod call;
 mod confirm;
 mod daemon;
 mod examples;
+mod extensions;
 mod mcp;
 mod mcp_resources;
 mod memory;
@@ -72,6 +73,9 @@ enum Command {
     /// The GEMINI.md memory a workspace's turns get
     #[command(subcommand, after_help = examples::MEMORY)]
     Memory(memory::MemoryCommand),
+    /// Installed extensions and what each contributes
+    #[command(subcommand, after_help = examples::EXTENSIONS)]
+    Extensions(extensions::ExtensionsCommand),
     /// What the sandbox lets commands do here, with a self-test
     #[command(subcommand, after_help = examples::SANDBOX)]
     Sandbox(sandbox::SandboxCommand),
@@ -252,6 +256,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> Outcome {
         Command::Policy(cmd) => policy::run(ctx, cmd).await,
         Command::Mcp(cmd) => mcp::run(ctx, cmd).await,
         Command::Memory(cmd) => memory::run(ctx, cmd).await,
+        Command::Extensions(cmd) => extensions::run(ctx, cmd).await,
         Command::Sandbox(cmd) => sandbox::run(ctx, cmd).await,
         Command::Prompt {
             session,

@@ -44,6 +44,9 @@ pub struct CommandState {
     pub problems: Vec<String>,
 }
 
+/// The scope of the extensions' MCP servers.
+pub const EXTENSION_SCOPE: &str = "extensions";
+
 pub struct Discovery {
     pub mcp: Arc<McpManager>,
     registry: Arc<ToolRegistry>,
@@ -167,6 +170,28 @@ impl Discovery {
                 this.rediscover(&cwd).await;
             });
         }
+    }
+
+    /// The MCP servers of the enabled extensions (scope `extensions`,
+    /// `trust` ignored): started, stopped or restarted as their entries
+    /// change. A user settings server of the same name wins (as in 0.61);
+    /// the user's `mcp.allowed` / `mcp.excluded` apply. Returns problems.
+    pub fn set_extension_servers(
+        self: &Arc<Self>,
+        servers: Vec<settings::ServerConfig>,
+    ) -> Vec<String> {
+        let user = settings::load(&self.user_settings, "user");
+        let servers: Vec<_> = servers
+            .into_iter()
+            .filter(|s| !user.servers.iter().any(|u| u.name == s.name))
+            .map(|mut s| {
+                s.trust = false;
+                s.scope = EXTENSION_SCOPE.to_owned();
+                s
+            })
+            .collect();
+        let servers = admitted(servers, &[&user]);
+        self.mcp.reconcile(EXTENSION_SCOPE, servers)
     }
 
     /// The workspaces whose settings were read.

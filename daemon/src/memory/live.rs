@@ -18,7 +18,12 @@ pub struct MemoryCache {
     /// Whether a workspace's own settings may be read (folder trust);
     /// unset: they may.
     trusted: Mutex<Option<TrustFn>>,
+    /// The context files of the extensions enabled for a workspace.
+    extension_files: Mutex<Option<ExtensionFilesFn>>,
 }
+
+/// The extensions' context files for the workspace at the path.
+pub type ExtensionFilesFn = Arc<dyn Fn(&Path) -> Vec<PathBuf> + Send + Sync>;
 
 /// Whether the folder at the path is trusted.
 pub type TrustFn = Arc<dyn Fn(&Path) -> bool + Send + Sync>;
@@ -35,6 +40,7 @@ impl MemoryCache {
             user_gemini_dir: user_gemini_dir.to_path_buf(),
             entries: Mutex::new(HashMap::new()),
             trusted: Mutex::new(None),
+            extension_files: Mutex::new(None),
         }
     }
 
@@ -42,6 +48,27 @@ impl MemoryCache {
     /// read (its settings are not loaded at all).
     pub fn set_trust(&self, trusted: TrustFn) {
         *self.trusted.lock().unwrap_or_else(|e| e.into_inner()) = Some(trusted);
+    }
+
+    /// From now on, the extensions' context files come from `files`.
+    pub fn set_extension_files(&self, files: ExtensionFilesFn) {
+        *self
+            .extension_files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(files);
+    }
+
+    /// Something every workspace's memory depends on changed (the
+    /// extensions): each is loaded again before its next use.
+    pub fn invalidate_all(&self) {
+        for entry in self
+            .entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+        {
+            entry.stale.store(true, Ordering::Release);
+        }
     }
 
     /// The memory of `workspace`, loaded again if something changed.
@@ -82,7 +109,19 @@ impl MemoryCache {
 
     fn load_into(&self, workspace: &Path, entry: &Entry) -> Arc<Memory> {
         let names = self.file_names(workspace);
-        let memory = Arc::new(load(workspace, &self.user_gemini_dir, &names));
+        let extension_files = self
+            .extension_files
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+            .map(|f| f(workspace))
+            .unwrap_or_default();
+        let memory = Arc::new(load(
+            workspace,
+            &self.user_gemini_dir,
+            &names,
+            extension_files,
+        ));
         *entry.watcher.lock().unwrap_or_else(|e| e.into_inner()) = watch(
             workspace,
             &self.user_gemini_dir,

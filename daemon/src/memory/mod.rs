@@ -51,12 +51,23 @@ pub struct Memory {
 pub struct LoadOptions {
     pub discovery: DiscoveryOptions,
     pub import_format: ImportFormat,
+    /// Context files of the enabled extensions: after the global files,
+    /// before the workspace's (0.61's order).
+    pub extension_files: Vec<PathBuf>,
 }
 
 /// Load the memory for `workspace` from the real file system.
 /// An empty `file_names` means the default `GEMINI.md`.
-pub fn load(workspace: &Path, user_gemini_dir: &Path, file_names: &[String]) -> Memory {
-    let mut options = LoadOptions::default();
+pub fn load(
+    workspace: &Path,
+    user_gemini_dir: &Path,
+    file_names: &[String],
+    extension_files: Vec<PathBuf>,
+) -> Memory {
+    let mut options = LoadOptions {
+        extension_files,
+        ..LoadOptions::default()
+    };
     if !file_names.is_empty() {
         options.discovery.file_names = file_names.to_vec();
     }
@@ -73,7 +84,17 @@ pub fn load_with(
 ) -> Memory {
     let workspace = std::fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
     let mut files = Vec::new();
-    for path in discover(&workspace, user_gemini_dir, &options.discovery) {
+    let mut paths = discover(&workspace, user_gemini_dir, &options.discovery);
+    let globals = paths
+        .iter()
+        .take_while(|p| p.starts_with(user_gemini_dir) && !p.starts_with(&workspace))
+        .count();
+    for (i, extra) in options.extension_files.iter().enumerate() {
+        if !paths.contains(extra) {
+            paths.insert(globals + i, extra.clone());
+        }
+    }
+    for path in paths {
         // Unreadable entries (including directories named GEMINI.md) are skipped.
         let Ok(raw) = fs.read_to_string(&path) else {
             continue;

@@ -282,7 +282,7 @@ fn load_merges_files_with_imports_and_headers() -> TestResult {
     sb.write("home/proj/docs/style.md", "Style @./more.md")?;
     sb.write("home/proj/docs/more.md", "More")?;
     sb.write("home/proj/sub/GEMINI.md", " \n\t")?;
-    let memory = load(&sb.path("home/proj"), &sb.gemini_dir(), &[]);
+    let memory = load(&sb.path("home/proj"), &sb.gemini_dir(), &[], Vec::new());
 
     let files: Vec<String> = memory.files.iter().map(|f| sb.rel(&f.path)).collect();
     assert_eq!(
@@ -340,7 +340,12 @@ fn load_with_flat_format() -> TestResult {
 fn empty_workspace_gives_empty_memory() -> TestResult {
     let sb = Sandbox::new()?;
     sb.mkdir("ws")?;
-    let memory = load(&sb.path("ws"), &sb.gemini_dir(), &["GEMINI.md".to_string()]);
+    let memory = load(
+        &sb.path("ws"),
+        &sb.gemini_dir(),
+        &["GEMINI.md".to_string()],
+        Vec::new(),
+    );
     assert_eq!(memory, Memory::default());
     assert!(watched_paths(&memory).is_empty());
     Ok(())

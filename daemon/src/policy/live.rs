@@ -43,18 +43,18 @@ impl PolicySources {
         self.user_dir.join("geminid-always-allow.toml")
     }
 
-    /// The `policies` directory of every installed extension.
+    /// The `policies` directory of every extension enabled for the user
+    /// (a linked install's at its source).
     fn extension_policy_dirs(&self) -> Vec<PathBuf> {
         let Some(root) = &self.extensions_dir else {
             return Vec::new();
         };
-        let Ok(entries) = std::fs::read_dir(root) else {
-            return Vec::new();
-        };
-        let mut dirs: Vec<PathBuf> = entries
-            .filter_map(Result::ok)
-            .map(|e| e.path().join("policies"))
-            .filter(|p| p.is_dir())
+        let home = root.parent().and_then(Path::parent).unwrap_or(root);
+        let (found, _) = crate::extensions::load_all(root);
+        let mut dirs: Vec<PathBuf> = found
+            .into_iter()
+            .filter(|e| e.enabled_for(home))
+            .filter_map(|e| e.policy_dir)
             .collect();
         dirs.sort();
         dirs
@@ -69,6 +69,11 @@ struct WorkspaceEngine {
     generation: u64,
     stamp: Stamp,
     engine: Arc<PolicyEngine>,
+    /// The last readable `tools.exclude`/`tools.core` rules of its
+    /// settings.json, kept while the file is not JSON.
+    settings_rules: Vec<PolicyRule>,
+    /// What could not be read in its files.
+    problems: Vec<ConfigProblem>,
 }
 
 /// The live policy, shared by every session.
@@ -119,12 +124,22 @@ impl LivePolicy {
 
     /// The rule set in force for a session in `workspace`: the shared
     /// rules plus the Workspace tier, `<workspace>/.gemini/policies/*.toml`
-    /// (deny and ask_user rules only). Re-read when those files change.
+    /// (deny and ask_user rules only), and the deny rules of the
+    /// workspace's own `.gemini/settings.json` (`tools.exclude`,
+    /// `tools.core`: `workspace_settings.rs`). Re-read when those files
+    /// change (a stat of each per call).
     pub fn engine_for(&self, workspace: &Path) -> Arc<PolicyEngine> {
         let dir = workspace.join(".gemini").join("policies");
-        let files = policy_files(&dir).unwrap_or_default();
-        if files.is_empty() {
+        let settings = workspace.join(".gemini").join("settings.json");
+        let mut files = policy_files(&dir).unwrap_or_default();
+        let settings_meta = std::fs::metadata(&settings).ok();
+        if files.is_empty() && settings_meta.is_none() {
+            let mut cache = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
+            cache.remove(workspace);
             return self.engine();
+        }
+        if settings_meta.is_some() {
+            files.push(settings.clone());
         }
         let stamp: Stamp = files
             .iter()
@@ -143,20 +158,44 @@ impl LivePolicy {
             return Arc::clone(&kept.engine);
         }
         let mut rules: Vec<PolicyRule> = self.engine().rules().to_vec();
+        let mut problems = Vec::new();
+        let mut good_settings = cache
+            .get(workspace)
+            .map(|w| w.settings_rules.clone())
+            .unwrap_or_default();
         for path in &files {
-            match std::fs::read_to_string(path) {
-                Ok(text) => {
-                    let (found, errors) =
-                        parse_policy(&text, &path.display().to_string(), Tier::Workspace);
-                    for error in &errors {
-                        tracing::warn!(problem = %error, "workspace policy");
-                    }
-                    rules.extend(found);
-                }
+            let text = match std::fs::read_to_string(path) {
+                Ok(text) => text,
                 Err(e) => {
-                    tracing::warn!(problem = %format!("{}: cannot read: {e}", path.display()), "workspace policy");
+                    problems.push(
+                        ConfigProblem::new(path.display().to_string(), format!("cannot read: {e}"))
+                            .kept(super::workspace_settings::FLOOR_KEPT),
+                    );
+                    rules.push(unreadable_floor(path));
+                    continue;
                 }
+            };
+            if *path == settings {
+                let read = super::workspace_settings::workspace_tool_rules(
+                    &path.display().to_string(),
+                    &text,
+                );
+                problems.extend(read.problems);
+                if read.unreadable {
+                    rules.extend(good_settings.iter().cloned());
+                } else {
+                    good_settings = read.rules.iter().filter(|r| !r.floor).cloned().collect();
+                }
+                rules.extend(read.rules);
+                continue;
             }
+            let (found, errors) = parse_policy(&text, &path.display().to_string(), Tier::Workspace);
+            problems.extend(
+                errors
+                    .iter()
+                    .map(|e| ConfigProblem::new(path.display().to_string(), e.to_string())),
+            );
+            rules.extend(found);
         }
         let engine = Arc::new(PolicyEngine::new(rules));
         cache.insert(
@@ -165,9 +204,23 @@ impl LivePolicy {
                 generation,
                 stamp,
                 engine: Arc::clone(&engine),
+                settings_rules: good_settings,
+                problems,
             },
         );
         engine
+    }
+
+    /// What is wrong with `workspace`'s own policy files and tool
+    /// settings now (read again when they changed).
+    pub fn workspace_problems(&self, workspace: &Path) -> Vec<ConfigProblem> {
+        let _ = self.engine_for(workspace);
+        self.workspaces
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(workspace)
+            .map(|w| w.problems.clone())
+            .unwrap_or_default()
     }
 
     /// Every problem of the sources as they are now, for people.
@@ -251,6 +304,7 @@ impl LivePolicy {
                 }
             }
         }
+        self.extension_rules(&mut by_file, &mut seen, &mut changed);
         // Files that are gone take their rules with them.
         let before = by_file.len();
         by_file.retain(|path, _| seen.contains(path));
@@ -271,6 +325,65 @@ impl LivePolicy {
         drop(by_file);
         *self.problems.write().unwrap_or_else(|e| e.into_inner()) = problems;
         changed
+    }
+
+    /// The `excludeTools` of every extension enabled for the user (0.61
+    /// adds them to its excluded tools): deny rules at the user settings'
+    /// place. A manifest that is not JSON keeps the rules it had and, like
+    /// an entry that is not a tool name, adds a floor (every tool asks).
+    fn extension_rules(
+        &self,
+        by_file: &mut BTreeMap<PathBuf, FileState>,
+        seen: &mut Vec<PathBuf>,
+        changed: &mut bool,
+    ) {
+        let Some(dir) = &self.sources.extensions_dir else {
+            return;
+        };
+        let home = dir.parent().and_then(Path::parent).unwrap_or(dir);
+        let (found, _) = crate::extensions::load_all(dir);
+        for ext in found.iter().filter(|e| e.enabled_for(home)) {
+            let path = ext.manifest();
+            let floor_key = PathBuf::from(format!("{}#unreadable", path.display()));
+            if ext.broken {
+                seen.push(floor_key.clone());
+                *changed |= refresh(by_file, &floor_key, "floor".to_owned(), |_| {
+                    (vec![unreadable_floor(&path)], Vec::new(), false)
+                });
+            }
+            if !ext.loaded {
+                // Not JSON: what it excluded before stays.
+                if ext.broken && by_file.contains_key(&path) {
+                    seen.push(path);
+                }
+                continue;
+            }
+            seen.push(path.clone());
+            let key = format!("{:?}", ext.exclude_tools);
+            *changed |= refresh(by_file, &path, key, |_| {
+                let rules = ext
+                    .exclude_tools
+                    .iter()
+                    .enumerate()
+                    .map(|(i, entry)| {
+                        let (name, prefix) = super::settings::parse_tool_entry(entry);
+                        let mut rule = PolicyRule::new(
+                            super::Decision::Deny,
+                            super::settings::EXCLUDE_PRIORITY,
+                            super::RuleSource {
+                                file: format!("{} (excludeTools)", path.display()),
+                                index: i + 1,
+                                tier: Tier::User,
+                            },
+                        );
+                        rule.tool_names = vec![name];
+                        rule.command_prefix = prefix.into_iter().collect();
+                        rule
+                    })
+                    .collect();
+                (rules, Vec::new(), false)
+            });
+        }
     }
 
     /// `(path, tier)` of every policy file, admin tier only when the
@@ -330,6 +443,21 @@ impl LivePolicy {
         }
         set
     }
+}
+
+/// A workspace file that exists but cannot be read: every tool asks.
+fn unreadable_floor(path: &Path) -> PolicyRule {
+    let mut rule = PolicyRule::new(
+        super::Decision::AskUser,
+        0,
+        super::RuleSource {
+            file: path.display().to_string(),
+            index: 0,
+            tier: Tier::User,
+        },
+    );
+    rule.floor = true;
+    rule
 }
 
 /// Takes `text` as the file's content: parsed only when it differs from

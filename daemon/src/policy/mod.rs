@@ -71,6 +71,7 @@ pub mod session;
 pub mod settings;
 pub mod shell;
 mod shell_verdict;
+pub mod workspace_settings;
 
 pub use defaults::default_rules;
 pub use dir::{DirMeta, admin_dir_problem, admin_dir_refusal, load_admin_dir, load_dir};

@@ -394,6 +394,21 @@ impl GeminidApiServer for RpcHandler {
         Ok(policy::list(&self.daemon))
     }
 
+    async fn list_extensions(
+        &self,
+        cwd: Option<String>,
+    ) -> RpcResult<Vec<geminid_protocol::extension::ExtensionInfo>> {
+        let dir = cwd
+            .map(std::path::PathBuf::from)
+            .unwrap_or_else(|| self.daemon.home());
+        Ok(self
+            .daemon
+            .extensions()
+            .iter()
+            .map(|e| crate::wire::extension_info(e, &dir))
+            .collect())
+    }
+
     async fn list_mcp(&self) -> RpcResult<McpList> {
         Ok(mcp::list(&self.daemon))
     }

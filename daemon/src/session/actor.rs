@@ -160,7 +160,14 @@ pub fn spawn(
         // would repeat them.
         tracing::debug!(session = %record.id, "settings: {problem}");
     }
-    let mut ctx = ToolContext::pinned(root, Vec::new(), settings);
+    // `context.includeDirectories`: extra roots, pinned like the primary;
+    // one that cannot be used is left out and said (at creation).
+    let (extra, include_problems) =
+        crate::tools::include_dirs::pin(&deps.user_settings, root.path());
+    for problem in &include_problems {
+        tracing::warn!(session = %record.id, "{problem}");
+    }
+    let mut ctx = ToolContext::pinned(root, extra, settings);
     ctx.session_id = Some(record.id.clone());
     ctx.sandbox.places = deps.sandbox_places.clone();
     // A stored mode that no longer parses is refused, never dropped.
@@ -185,6 +192,13 @@ pub fn spawn(
     };
     let record_cuts = record.rewound.clone();
     let allowlist = record.allowed.clone();
+    if fresh {
+        for problem in include_problems {
+            handle.announce(geminid_protocol::event::EventPayload::Error {
+                message: format!("configuration: {problem}"),
+            });
+        }
+    }
     let mut actor = Actor {
         record,
         ctx,

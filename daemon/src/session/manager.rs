@@ -3,6 +3,7 @@
 //! deleted, or it has been idle for the idle period (`idle.rs`; it is
 //! loaded again on the next request).
 
+use std::sync::Mutex;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -22,7 +23,13 @@ pub struct SessionManager {
     unloader: Unloader,
     tracker: TaskTracker,
     cancel: CancellationToken,
+    /// Told of each stored session loaded again (after a restart), outside
+    /// every lock: its workspace's servers start then.
+    on_loaded: Mutex<Option<LoadedFn>>,
 }
+
+/// Called with a stored session's handle when its actor starts.
+pub type LoadedFn = std::sync::Arc<dyn Fn(&SessionHandle) + Send + Sync>;
 
 /// What a new session starts with.
 pub struct NewSession {
@@ -50,7 +57,13 @@ impl SessionManager {
             live,
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
+            on_loaded: Mutex::new(None),
         }
+    }
+
+    /// From now on, `hook` is told of every stored session loaded again.
+    pub fn on_loaded(&self, hook: LoadedFn) {
+        *self.on_loaded.lock().unwrap_or_else(|e| e.into_inner()) = Some(hook);
     }
 
     /// The daemon's places the sandbox hides or holds read-only.
@@ -200,6 +213,17 @@ impl SessionManager {
             self.unloader.clone(),
         )?;
         live.insert(id, handle.clone());
+        drop(live);
+        if !fresh {
+            let hook = self
+                .on_loaded
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            if let Some(hook) = hook {
+                hook(&handle);
+            }
+        }
         Ok(handle)
     }
 

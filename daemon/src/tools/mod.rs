@@ -9,6 +9,7 @@ mod context;
 pub mod contract;
 pub mod declarations;
 mod error;
+pub mod include_dirs;
 pub mod path;
 pub mod registry;
 pub mod root;

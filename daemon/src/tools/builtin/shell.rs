@@ -122,6 +122,7 @@ impl Tool for ShellTool {
             config.spill_dir = super::shell_output::session_spill_dir(&config.spill_dir, session);
         }
         config.max_stored_bytes = ctx.settings.shell_max_stored_output;
+        config.workspace = Some(ctx.root().path().to_path_buf());
         Ok(Box::new(ShellInvocation {
             root,
             cwd,

@@ -31,6 +31,9 @@ pub struct ShellConfig {
     /// The most output one call saves in its spill file
     /// (`geminid.shell.maxStoredOutputBytes`).
     pub max_stored_bytes: usize,
+    /// The session's workspace root, whose `.env` its commands get
+    /// (`child_env::for_child_in`); none: the daemon's environment only.
+    pub workspace: Option<PathBuf>,
 }
 
 /// The most output one call streams as events (and so stores in the
@@ -44,6 +47,7 @@ impl Default for ShellConfig {
             output_cap_bytes: 64 * 1024,
             spill_dir: std::env::temp_dir().join("geminid-shell-output"),
             max_stored_bytes: crate::tools::settings::DEFAULT_SHELL_MAX_STORED_OUTPUT,
+            workspace: None,
         }
     }
 }
@@ -139,6 +143,10 @@ pub async fn run_wrapped(
     cancel: CancellationToken,
     stream: OutputSink,
 ) -> Result<Outcome, ToolError> {
+    let env = match &config.workspace {
+        Some(root) => crate::child_env::for_child_in(root),
+        None => crate::child_env::for_child(),
+    };
     // bash writes the members of its process group here after the command,
     // which is how background jobs are found (as the reference does).
     let pid_file = tempfile::Builder::new()
@@ -167,9 +175,10 @@ pub async fn run_wrapped(
     command
         .arg("-c")
         .arg(script)
-        // The daemon's environment without its secrets (`child_env`).
+        // The daemon's environment and the workspace's `.env`, without
+        // secrets (`child_env::for_child_in`).
         .env_clear()
-        .envs(crate::child_env::for_child())
+        .envs(env)
         .current_dir(cwd)
         .env("PWD", pwd)
         .env(MARKER_VAR, &marker)
