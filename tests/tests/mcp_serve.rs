@@ -618,3 +618,77 @@ async fn memory_and_history_are_resources_and_history_updates_are_sent() {
     assert_eq!(unsub["result"], json!({}), "{unsub}");
     assert_eq!(server.close().await, Some(0));
 }
+
+/// An MCP tool behind the daemon keeps its `outputSchema` and its
+/// `structuredContent` when served on: a client validating one against
+/// the other gets both, and the text is not glued to the JSON.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn structured_results_and_output_schemas_are_served_as_such() {
+    let p = peers::peers();
+    let d = peers::daemon_with_settings(
+        &json!({"mcpServers": {"everything": {"command": peers::everything(&p)}}}),
+    );
+    let c = d.client().await;
+    peers::connected(&c, &["everything"]).await;
+    let mut server = StdioPeer::spawn(d.gemctl(&[
+        "mcp",
+        "serve",
+        "--cwd",
+        &d.workspace.display().to_string(),
+        "--mode",
+        "yolo",
+        "--non-interactive",
+    ]));
+    initialize(&mut server).await;
+
+    let mut tools = Vec::new();
+    let mut cursor: Option<Value> = None;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let (page, _) = server.call("tools/list", params).await;
+        tools.extend(page["result"]["tools"].as_array().expect("tools").clone());
+        match page["result"].get("nextCursor") {
+            Some(next) if !next.is_null() => cursor = Some(next.clone()),
+            _ => break,
+        }
+    }
+    let listed = tools
+        .iter()
+        .find(|t| t["name"] == "get-structured-content")
+        .expect("get-structured-content listed");
+    assert_eq!(
+        listed["outputSchema"]["type"], "object",
+        "the server's output schema is served: {listed}"
+    );
+    assert!(
+        listed["outputSchema"]["properties"]["temperature"].is_object(),
+        "{listed}"
+    );
+    // A built-in tool has no output schema to offer.
+    let read = tools.iter().find(|t| t["name"] == "read_file").unwrap();
+    assert!(read.get("outputSchema").is_none(), "{read}");
+
+    let r = call(
+        &mut server,
+        "get-structured-content",
+        json!({"location": "New York"}),
+    )
+    .await;
+    let result = &r["result"];
+    assert_ne!(result["isError"], true, "{r}");
+    assert!(
+        result["structuredContent"]["temperature"].is_number(),
+        "structured content kept as JSON: {r}"
+    );
+    let texts: Vec<&str> = result["content"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|b| b["text"].as_str())
+        .collect();
+    assert!(!texts.is_empty(), "{r}");
+    assert_eq!(server.close().await, Some(0));
+}

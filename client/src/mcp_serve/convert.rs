@@ -19,6 +19,10 @@ pub fn tool(info: ToolInfo) -> Tool {
         .or_insert_with(|| Value::String("object".to_owned()));
     let mut tool = Tool::new(info.name, info.description, Arc::new(schema));
     tool.title = Some(info.display_name);
+    // An MCP tool's own output schema is passed on as it was listed.
+    if let Some(Value::Object(output)) = info.output_schema {
+        tool.output_schema = Some(Arc::new(output));
+    }
     let mut hints = ToolAnnotations::new();
     hints.read_only_hint = Some(matches!(info.kind.as_str(), "read" | "search" | "think"));
     hints.destructive_hint = Some(matches!(
@@ -40,7 +44,10 @@ pub fn call_result(call: &ToolCallSnapshot) -> CallToolResult {
         if content.is_empty() {
             content.push(ContentBlock::text(display_text(&result.display)));
         }
-        return CallToolResult::success(content);
+        let mut answer = CallToolResult::success(content);
+        // Kept as the server sent it, never folded into the text.
+        answer.structured_content = result.structured_content.clone();
+        return answer;
     }
     let message = match &call.error {
         Some(error) => format!("{} ({})", error.message, error.kind),
@@ -120,6 +127,20 @@ mod tests {
         assert_eq!(out["content"][1]["type"], "image");
         assert_eq!(out["content"][1]["mimeType"], "image/png");
         assert_ne!(out["isError"], json!(true));
+    }
+
+    #[test]
+    fn structured_content_and_output_schemas_pass_through() {
+        let mut call = snapshot(CallState::Success);
+        call.result = Some(ToolCallResult {
+            llm_content: vec![ContentPart::Text { text: "5".into() }],
+            display: ToolDisplay::Text { text: "5".into() },
+            summary: None,
+            structured_content: Some(json!({"result": 5})),
+        });
+        let out = serde_json::to_value(call_result(&call)).unwrap();
+        assert_eq!(out["structuredContent"], json!({"result": 5}));
+        assert_eq!(out["content"][0]["text"], "5");
     }
 
     #[test]
