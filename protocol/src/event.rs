@@ -129,6 +129,15 @@ pub enum EventPayload {
         status: String,
         message: Option<String>,
     },
+    /// What a prompt's references (`@path`, file parts, resource links)
+    /// brought in before the turn went to the model: the files read (paths
+    /// under the workspace) and what was left out, with why.
+    #[serde(rename_all = "camelCase")]
+    PromptReferences {
+        turn_id: String,
+        read: Vec<String>,
+        skipped: Vec<String>,
+    },
 }
 
 /// The final notification of a subscription the daemon ends itself (the

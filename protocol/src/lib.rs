@@ -22,7 +22,7 @@ pub mod session;
 pub mod tool;
 pub mod turn;
 
-pub use api::{GeminidApiClient, GeminidApiServer};
+pub use api::{GeminidApiClient, GeminidApiServer, PromptText};
 pub use event::{EventPayload, SessionEvent};
 pub use session::{ApprovalMode, SessionInfo};
 

@@ -14,7 +14,7 @@ mod mcp;
 mod memory;
 mod policy;
 mod prompt;
-mod render;
+pub(crate) mod render;
 mod sandbox;
 mod session;
 

@@ -214,6 +214,19 @@ pub fn event_line(event: &SessionEvent) -> Option<String> {
             Some(message) => format!("mcp server {server}: {status} ({message})"),
             None => format!("mcp server {server}: {status}"),
         },
+        EventPayload::PromptReferences { read, skipped, .. } => references_line(read, skipped),
     };
     Some(format!("#{seq} {text}"))
+}
+
+/// What a prompt's references read and left out, in one line.
+pub fn references_line(read: &[String], skipped: &[String]) -> String {
+    let mut line = format!("read for the prompt: {}", read.len());
+    if !read.is_empty() {
+        line.push_str(&format!(" ({})", read.join(", ")));
+    }
+    for note in skipped {
+        line.push_str(&format!("; {note}"));
+    }
+    line
 }

@@ -335,8 +335,8 @@ impl Actor {
                     interactive,
                 });
             }
-            Command::Prompt { text, reply } => {
-                let result = self.queue_prompt(text);
+            Command::Prompt { text, parts, reply } => {
+                let result = self.queue_prompt(text, parts);
                 self.after_commit(move || {
                     let _ = reply.send(result);
                 });

@@ -139,6 +139,9 @@ impl Append {
 pub struct PendingPrompt {
     pub turn_id: String,
     pub text: String,
+    /// Parts after the text (`session.prompt {parts}`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<geminid_protocol::turn::PromptPart>,
     /// Whether its turn had begun (a restart then ends it as interrupted).
     pub started: bool,
 }
