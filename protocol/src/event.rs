@@ -138,6 +138,9 @@ pub enum EventPayload {
         read: Vec<String>,
         skipped: Vec<String>,
     },
+    /// The model set its todo list (`write_todos`): the whole list.
+    #[serde(rename_all = "camelCase")]
+    TodosUpdated { todos: Vec<crate::turn::TodoItem> },
 }
 
 /// The final notification of a subscription the daemon ends itself (the

@@ -69,6 +69,15 @@ pub fn shown_prompt(text: &str, parts: &[PromptPart]) -> String {
     pieces.join("\n")
 }
 
+/// One item of the model's todo list (`write_todos`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TodoItem {
+    pub description: String,
+    /// `pending`, `in_progress`, `completed`, `cancelled` or `blocked`.
+    pub status: String,
+}
+
 /// Result of `session.history`: a page of the conversation with the model,
 /// each entry a Gemini API `Content` (`{role, parts}`), whichever provider
 /// produced it.

@@ -718,6 +718,7 @@ async fn store_commit(n: usize) -> (Stats, Stats, Stats) {
             tokens: None,
             model: None,
             compression: None,
+            todos: Vec::new(),
         })
         .expect("put_session");
     // About the size of a read_file toolCall event.

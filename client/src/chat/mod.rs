@@ -535,6 +535,10 @@ impl Chat<'_> {
                 self.view
                     .print(&s.dim(&crate::cli::render::references_line(read, skipped)));
             }
+            EventPayload::TodosUpdated { todos } => {
+                self.view
+                    .print(&s.cyan(&crate::cli::render::todos_text(todos)));
+            }
         }
         if !self.caught_up && event.seq >= self.history_end {
             self.caught_up = true;

@@ -215,6 +215,7 @@ pub fn event_line(event: &SessionEvent) -> Option<String> {
             None => format!("mcp server {server}: {status}"),
         },
         EventPayload::PromptReferences { read, skipped, .. } => references_line(read, skipped),
+        EventPayload::TodosUpdated { todos } => todos_text(todos),
     };
     Some(format!("#{seq} {text}"))
 }
@@ -229,4 +230,23 @@ pub fn references_line(read: &[String], skipped: &[String]) -> String {
         line.push_str(&format!("; {note}"));
     }
     line
+}
+
+/// The model's todo list: a heading, then one line per item.
+pub fn todos_text(todos: &[geminid_protocol::turn::TodoItem]) -> String {
+    if todos.is_empty() {
+        return "todo list cleared".to_owned();
+    }
+    let mut text = "todo list:".to_owned();
+    for todo in todos {
+        let mark = match todo.status.as_str() {
+            "completed" => "[x]",
+            "in_progress" => "[>]",
+            "cancelled" => "[-]",
+            "blocked" => "[!]",
+            _ => "[ ]",
+        };
+        text.push_str(&format!("\n  {mark} {}", todo.description));
+    }
+    text
 }

@@ -107,6 +107,7 @@ impl SessionManager {
             tokens: None,
             model: new.model,
             compression: None,
+            todos: Vec::new(),
         };
         // The actor writes the record with its first event and flushes both
         // before it answers anything, so a created session survives kill -9.

@@ -228,6 +228,7 @@ mod tests {
             tokens: None,
             model: None,
             compression: None,
+            todos: Vec::new(),
         };
         let mut first = append(&[1]);
         first.record = Some(record("old"));

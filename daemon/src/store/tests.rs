@@ -22,6 +22,7 @@ fn record(id: &str) -> SessionRecord {
         tokens: None,
         model: None,
         compression: None,
+        todos: Vec::new(),
     }
 }
 

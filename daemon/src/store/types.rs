@@ -69,6 +69,9 @@ pub struct SessionRecord {
     /// itself keeps every entry).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compression: Option<crate::model::CompressedPrefix>,
+    /// The model's todo list (`write_todos`), as its last call set it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub todos: Vec<crate::tools::builtin::write_todos::Todo>,
 }
 
 /// An event as stored and broadcast: its seq and its wire JSON. Shared
