@@ -150,7 +150,14 @@ pub fn at_paths(text: &str) -> Vec<String> {
 struct Referenced {
     /// How the model is told where it came from.
     name: String,
-    content: ContentPart,
+    parts: Vec<Part>,
+}
+
+fn part_of(content: ContentPart) -> Part {
+    match content {
+        ContentPart::Text { text } => Part::text(text),
+        ContentPart::InlineData { mime_type, data } => Part::inline(mime_type, data),
+    }
 }
 
 /// Turns a prompt into parts for the model, reading what it references.
@@ -184,18 +191,18 @@ pub async fn resolve(
             } => {
                 out.read.push(uri.clone());
                 let content = match (text, blob) {
-                    (Some(text), _) => ContentPart::Text { text: text.clone() },
-                    (None, Some(blob)) => ContentPart::InlineData {
-                        mime_type: mime_type
+                    (Some(text), _) => Part::text(text.clone()),
+                    (None, Some(blob)) => Part::inline(
+                        mime_type
                             .clone()
                             .unwrap_or_else(|| "application/octet-stream".to_owned()),
-                        data: blob.trim().to_owned(),
-                    },
+                        blob.trim(),
+                    ),
                     (None, None) => continue,
                 };
                 referenced.push(Referenced {
                     name: uri.clone(),
-                    content,
+                    parts: vec![content],
                 });
             }
             PromptPart::ResourceLink { uri, name, .. } => match file_uri_path(uri) {
@@ -219,9 +226,10 @@ pub async fn resolve(
             match resources.read(&path).await {
                 Ok(parts) => {
                     out.read.push(path.clone());
-                    out.parts
-                        .push(Part::text(format!("\nContent from @{path}:\n")));
-                    out.parts.extend(parts);
+                    referenced.push(Referenced {
+                        name: format!("@{path}"),
+                        parts,
+                    });
                 }
                 Err(e) => out.skipped.push(format!("@{path}: {e}")),
             }
@@ -246,7 +254,7 @@ pub async fn resolve(
                         out.read.push(file.shown.clone());
                         referenced.push(Referenced {
                             name: format!("@{}", file.shown),
-                            content: file.content,
+                            parts: vec![part_of(file.content)],
                         });
                     }
                 }
@@ -259,10 +267,7 @@ pub async fn resolve(
         for item in referenced {
             out.parts
                 .push(Part::text(format!("\nContent from {}:\n", item.name)));
-            out.parts.push(match item.content {
-                ContentPart::Text { text } => Part::text(text),
-                ContentPart::InlineData { mime_type, data } => Part::inline(mime_type, data),
-            });
+            out.parts.extend(item.parts);
         }
         out.parts.push(Part::text(format!("\n{REFERENCES_END}")));
     }
@@ -353,6 +358,42 @@ mod tests {
             blob: None,
         };
         assert!(check("", &[empty]).is_err());
+    }
+
+    struct Server;
+
+    #[async_trait::async_trait]
+    impl ResourceRefs for Server {
+        fn claims(&self, reference: &str) -> bool {
+            reference.starts_with("srv:")
+        }
+        async fn read(&self, reference: &str) -> Result<Vec<Part>, String> {
+            match reference {
+                "srv:missing" => Err("no such resource".to_owned()),
+                _ => Ok(vec![Part::text(format!("body of {reference}"))]),
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn claimed_references_go_to_their_reader_and_paths_to_the_workspace() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "file a").unwrap();
+        let reader = ReferenceReader {
+            files: ToolContext::new(dir.path()).unwrap(),
+            resources: Some(Arc::new(Server)),
+        };
+        let text = "see @srv:doc, @a.txt and @srv:missing";
+        let r = resolve(text, &[], &reader, &CancellationToken::new()).await;
+        assert_eq!(r.read, ["srv:doc", "a.txt"]);
+        assert_eq!(r.skipped, ["@srv:missing: no such resource"]);
+        let all: String = r.parts.iter().filter_map(|p| p.text.clone()).collect();
+        assert_eq!(
+            all,
+            format!(
+                "{text}\n{REFERENCES_START}\nContent from @srv:doc:\nbody of srv:doc\nContent from @a.txt:\nfile a\n{REFERENCES_END}"
+            )
+        );
     }
 
     #[test]
