@@ -52,7 +52,21 @@ pub fn session_info(
         loaded,
         model: record.model.clone(),
         tokens: record.tokens.as_ref().map(session_tokens),
+        todos: todo_items(&record.todos),
     }
+}
+
+/// The model's todo list.
+pub fn todo_items(
+    todos: &[crate::tools::builtin::write_todos::Todo],
+) -> Vec<geminid_protocol::turn::TodoItem> {
+    todos
+        .iter()
+        .map(|t| geminid_protocol::turn::TodoItem {
+            description: t.description.clone(),
+            status: t.status.clone(),
+        })
+        .collect()
 }
 
 /// One request's counts.

@@ -21,7 +21,7 @@ use crate::session::{
     Ack, ApprovalMode, ClientInfo, DaemonStatus, InitializeResult, SandboxCheck, SessionInfo,
 };
 use crate::tool::{ConfirmResult, ConfirmationOutcome, ToolCallStarted, ToolInfo};
-use crate::turn::{HistoryPage, MemoryInfo, PromptAccepted};
+use crate::turn::{HistoryPage, MemoryInfo, PromptAccepted, PromptPart};
 
 /// Every method the daemon serves.
 #[rpc(server, client)]
@@ -111,17 +111,22 @@ pub trait GeminidApi {
         #[argument(rename = "sessionId")] session_id: String,
     ) -> RpcResult<Ack>;
 
-    /// `session.prompt {sessionId, text}`: queues a prompt (FIFO per
-    /// session, from any client) and returns its turn id at once. The turn
-    /// streams `turnStarted`, `userMessage`, `modelText`/`modelThought`
+    /// `session.prompt {sessionId, text?, parts?}`: queues a prompt (FIFO
+    /// per session, from any client) and returns its turn id at once. The
+    /// prompt is `text`, then `parts` (text, inline data, files, resources;
+    /// at least one of the two). `@path` in the text is read from the
+    /// workspace when the turn starts (`promptReferences` says what). The
+    /// turn streams `turnStarted`, `userMessage`, `modelText`/`modelThought`
     /// deltas and `toolCall` snapshots, and ends with `turnFinished`. It
     /// keeps running when the client disconnects. Without a usable model
-    /// the answer is error -32040, saying how to configure one.
+    /// the answer is error -32040, saying how to configure one. Rust
+    /// callers with plain text use [`PromptText::prompt`].
     #[method(name = "session.prompt", param_kind = map)]
-    async fn prompt(
+    async fn prompt_parts(
         &self,
         #[argument(rename = "sessionId")] session_id: String,
-        text: String,
+        text: Option<String>,
+        parts: Option<Vec<PromptPart>>,
     ) -> RpcResult<PromptAccepted>;
 
     /// `session.history {sessionId, offset?, limit?}`: a page of the
@@ -403,3 +408,17 @@ pub trait GeminidApi {
         cwd: Option<String>,
     ) -> RpcResult<Vec<crate::extension::ExtensionInfo>>;
 }
+
+/// `session.prompt` with plain text, the common case.
+pub trait PromptText: GeminidApiClient + Sync {
+    fn prompt(
+        &self,
+        session_id: String,
+        text: String,
+    ) -> impl std::future::Future<Output = Result<PromptAccepted, jsonrpsee::core::client::Error>> + Send
+    {
+        self.prompt_parts(session_id, Some(text), None)
+    }
+}
+
+impl<T: GeminidApiClient + Sync> PromptText for T {}

@@ -148,6 +148,18 @@ pub enum EventPayload {
         at_turn: Option<String>,
         history_entries: u64,
     },
+    /// What a prompt's references (`@path`, file parts, resource links)
+    /// brought in before the turn went to the model: the files read (paths
+    /// under the workspace) and what was left out, with why.
+    #[serde(rename_all = "camelCase")]
+    PromptReferences {
+        turn_id: String,
+        read: Vec<String>,
+        skipped: Vec<String>,
+    },
+    /// The model set its todo list (`write_todos`): the whole list.
+    #[serde(rename_all = "camelCase")]
+    TodosUpdated { todos: Vec<crate::turn::TodoItem> },
 }
 
 /// The final notification of a subscription the daemon ends itself (the

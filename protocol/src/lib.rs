@@ -24,7 +24,7 @@ pub mod tool;
 pub mod turn;
 pub mod undo;
 
-pub use api::{GeminidApiClient, GeminidApiServer};
+pub use api::{GeminidApiClient, GeminidApiServer, PromptText};
 pub use event::{EventPayload, SessionEvent};
 pub use session::{ApprovalMode, SessionInfo};
 

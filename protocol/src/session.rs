@@ -87,6 +87,9 @@ pub struct SessionInfo {
     /// Token accounting and context-window use, once a request was made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens: Option<crate::turn::SessionTokens>,
+    /// The model's todo list (`write_todos`), empty when it set none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub todos: Vec<crate::turn::TodoItem>,
 }
 
 /// Params of `session.create`.

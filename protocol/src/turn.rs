@@ -14,6 +14,70 @@ pub struct PromptAccepted {
     pub queued_behind: u64,
 }
 
+/// One piece of a prompt (`session.prompt {parts}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+pub enum PromptPart {
+    /// Text; `@path` references in it are read like the `text` param's.
+    Text { text: String },
+    /// Bytes for the model (an image, a PDF), base64-encoded.
+    #[serde(rename_all = "camelCase")]
+    InlineData { mime_type: String, data: String },
+    /// A file or directory beneath the session's workspace, read as
+    /// `@path` is.
+    File { path: String },
+    /// Content the client embedded: `text`, or `blob` (base64) with its
+    /// MIME type.
+    #[serde(rename_all = "camelCase")]
+    Resource {
+        uri: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        text: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        blob: Option<String>,
+    },
+    /// A link: a `file://` URI beneath the workspace is read as `@path`
+    /// is; any other is named to the model as a link.
+    #[serde(rename_all = "camelCase")]
+    ResourceLink {
+        uri: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        name: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        mime_type: Option<String>,
+    },
+}
+
+/// The prompt as people see it (`userMessage`, titles): its text and
+/// text parts, with the other parts named in brackets.
+pub fn shown_prompt(text: &str, parts: &[PromptPart]) -> String {
+    let mut pieces: Vec<String> = Vec::new();
+    if !text.trim().is_empty() {
+        pieces.push(text.to_owned());
+    }
+    for part in parts {
+        pieces.push(match part {
+            PromptPart::Text { text } => text.clone(),
+            PromptPart::InlineData { mime_type, .. } => format!("[{mime_type}]"),
+            PromptPart::File { path } => format!("[@{path}]"),
+            PromptPart::Resource { uri, .. } => format!("[{uri}]"),
+            PromptPart::ResourceLink { uri, .. } => format!("[{uri}]"),
+        });
+    }
+    pieces.join("\n")
+}
+
+/// One item of the model's todo list (`write_todos`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TodoItem {
+    pub description: String,
+    /// `pending`, `in_progress`, `completed`, `cancelled` or `blocked`.
+    pub status: String,
+}
+
 /// Result of `session.history`: a page of the conversation with the model,
 /// each entry a Gemini API `Content` (`{role, parts}`), whichever provider
 /// produced it.

@@ -720,6 +720,7 @@ async fn store_commit(n: usize) -> (Stats, Stats, Stats) {
             compression: None,
             rewound: Vec::new(),
             allowed: Default::default(),
+            todos: Vec::new(),
         })
         .expect("put_session");
     // About the size of a read_file toolCall event.

@@ -6,6 +6,7 @@ use geminid_protocol::session::ApprovalMode;
 use geminid_protocol::tool::{
     CallState, ConfirmationOutcome, ConfirmationRequest, FileDiff, ToolCallSnapshot, ToolDisplay,
 };
+use geminid_protocol::turn::PromptPart;
 use serde_json::{Value, json};
 
 /// How much of a running call's output is shown (its tail).
@@ -57,27 +58,49 @@ pub fn mode_from_id(id: &str) -> Option<ApprovalMode> {
     id.parse().ok()
 }
 
-/// The prompt text for the daemon from ACP content blocks: text as is,
-/// embedded text resources inline, links and binary content as references.
-pub fn prompt_text(blocks: &[Value]) -> String {
-    let mut parts = Vec::new();
-    for block in blocks {
-        let text = match block["type"].as_str() {
-            Some("text") => block["text"].as_str().map(str::to_owned),
-            Some("resource_link") => block["uri"].as_str().map(|uri| format!("@{uri}")),
+/// The prompt's parts for the daemon from ACP content blocks: text as
+/// is, images and audio as inline data, embedded resources with their
+/// content, resource links as links (the daemon reads a `file://` link
+/// beneath the workspace). A block of another kind is refused, never
+/// dropped or sent as text.
+pub fn prompt_parts(blocks: &[Value]) -> Result<Vec<PromptPart>, String> {
+    let string = |v: &Value, field: &str, kind: &str| {
+        v[field]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| format!("a `{kind}` block without `{field}`"))
+    };
+    let optional = |v: &Value, field: &str| v[field].as_str().map(str::to_owned);
+    blocks
+        .iter()
+        .map(|block| match block["type"].as_str() {
+            Some("text") => Ok(PromptPart::Text {
+                text: string(block, "text", "text")?,
+            }),
+            Some(kind @ ("image" | "audio")) => Ok(PromptPart::InlineData {
+                mime_type: string(block, "mimeType", kind)?,
+                data: string(block, "data", kind)?,
+            }),
             Some("resource") => {
                 let resource = &block["resource"];
-                let uri = resource["uri"].as_str().unwrap_or("resource");
-                match resource["text"].as_str() {
-                    Some(text) => Some(format!("<context uri=\"{uri}\">\n{text}\n</context>")),
-                    None => Some(format!("@{uri}")),
-                }
+                Ok(PromptPart::Resource {
+                    uri: string(resource, "uri", "resource")?,
+                    mime_type: optional(resource, "mimeType"),
+                    text: optional(resource, "text"),
+                    blob: optional(resource, "blob"),
+                })
             }
-            _ => None,
-        };
-        parts.extend(text);
-    }
-    parts.join("\n")
+            Some("resource_link") => Ok(PromptPart::ResourceLink {
+                uri: string(block, "uri", "resource_link")?,
+                name: optional(block, "name"),
+                mime_type: optional(block, "mimeType"),
+            }),
+            other => Err(format!(
+                "content blocks of type {} are not supported (text, image, audio, resource, resource_link are)",
+                other.map_or_else(|| "(none)".to_owned(), |t| format!("`{t}`"))
+            )),
+        })
+        .collect()
 }
 
 /// `agent_message_chunk`, `agent_thought_chunk` or `user_message_chunk`.
@@ -248,17 +271,39 @@ mod tests {
     }
 
     #[test]
-    fn prompt_blocks_become_text() {
+    fn prompt_blocks_become_parts() {
         let blocks = [
             json!({"type": "text", "text": "look at"}),
             json!({"type": "resource_link", "uri": "file:///a.rs", "name": "a.rs"}),
             json!({"type": "resource", "resource": {"uri": "file:///b.rs", "text": "fn b() {}"}}),
             json!({"type": "image", "data": "AA==", "mimeType": "image/png"}),
         ];
+        let parts = prompt_parts(&blocks).unwrap();
         assert_eq!(
-            prompt_text(&blocks),
-            "look at\n@file:///a.rs\n<context uri=\"file:///b.rs\">\nfn b() {}\n</context>"
+            parts,
+            vec![
+                PromptPart::Text {
+                    text: "look at".into()
+                },
+                PromptPart::ResourceLink {
+                    uri: "file:///a.rs".into(),
+                    name: Some("a.rs".into()),
+                    mime_type: None
+                },
+                PromptPart::Resource {
+                    uri: "file:///b.rs".into(),
+                    mime_type: None,
+                    text: Some("fn b() {}".into()),
+                    blob: None
+                },
+                PromptPart::InlineData {
+                    mime_type: "image/png".into(),
+                    data: "AA==".into()
+                },
+            ]
         );
+        assert!(prompt_parts(&[json!({"type": "video"})]).is_err());
+        assert!(prompt_parts(&[json!({"type": "image", "data": "AA=="})]).is_err());
     }
 
     #[test]

@@ -230,11 +230,12 @@ impl Agent {
         let blocks = params["prompt"]
             .as_array()
             .ok_or_else(|| invalid("missing array param `prompt`"))?;
-        let text = convert::prompt_text(blocks);
+        let parts = convert::prompt_parts(blocks).map_err(invalid)?;
+        let text = geminid_protocol::turn::shown_prompt("", &parts);
         follow.sending(&text);
         let accepted = match self
             .client
-            .prompt(follow.session_id.clone(), text.clone())
+            .prompt_parts(follow.session_id.clone(), None, Some(parts))
             .await
         {
             Ok(accepted) => accepted,
@@ -304,7 +305,7 @@ fn initialize() -> Value {
         "protocolVersion": PROTOCOL_VERSION,
         "agentCapabilities": {
             "loadSession": true,
-            "promptCapabilities": {"image": false, "audio": false, "embeddedContext": true},
+            "promptCapabilities": {"image": true, "audio": true, "embeddedContext": true},
             "mcpCapabilities": {"http": false, "sse": false},
         },
         "authMethods": auth::methods(),

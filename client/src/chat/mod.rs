@@ -26,7 +26,7 @@ mod style;
 use std::collections::{HashSet, VecDeque};
 use std::io::IsTerminal;
 
-use geminid_protocol::api::GeminidApiClient;
+use geminid_protocol::api::{GeminidApiClient, PromptText};
 use geminid_protocol::event::{EventPayload, SessionEvent, SubscriptionClosed};
 use geminid_protocol::session::SessionInfo;
 use jsonrpsee::core::client::SubscriptionClientT;
@@ -556,6 +556,14 @@ impl Chat<'_> {
                     .unwrap_or_default();
                 self.view
                     .print(&s.dim(&format!("forked from session {from_session}{at}")));
+            }
+            EventPayload::PromptReferences { read, skipped, .. } => {
+                self.view
+                    .print(&s.dim(&crate::cli::render::references_line(read, skipped)));
+            }
+            EventPayload::TodosUpdated { todos } => {
+                self.view
+                    .print(&s.cyan(&crate::cli::render::todos_text(todos)));
             }
         }
         if !self.caught_up && event.seq >= self.history_end {

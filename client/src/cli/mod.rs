@@ -16,7 +16,7 @@ mod mcp_resources;
 mod memory;
 mod policy;
 mod prompt;
-mod render;
+pub(crate) mod render;
 mod sandbox;
 mod session;
 mod undo;

@@ -5,7 +5,7 @@
 use std::io::{IsTerminal, Read};
 use std::time::Instant;
 
-use geminid_protocol::api::GeminidApiClient;
+use geminid_protocol::api::{GeminidApiClient, PromptText};
 use geminid_protocol::event::{EventPayload, SessionEvent};
 use geminid_protocol::session::ApprovalMode;
 use geminid_protocol::tool::{CallState, ToolCallSnapshot};

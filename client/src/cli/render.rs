@@ -237,6 +237,39 @@ pub fn event_line(event: &SessionEvent) -> Option<String> {
                 .map(|t| format!(" at {t}"))
                 .unwrap_or_default()
         ),
+        EventPayload::PromptReferences { read, skipped, .. } => references_line(read, skipped),
+        EventPayload::TodosUpdated { todos } => todos_text(todos),
     };
     Some(format!("#{seq} {text}"))
+}
+
+/// What a prompt's references read and left out, in one line.
+pub fn references_line(read: &[String], skipped: &[String]) -> String {
+    let mut line = format!("read for the prompt: {}", read.len());
+    if !read.is_empty() {
+        line.push_str(&format!(" ({})", read.join(", ")));
+    }
+    for note in skipped {
+        line.push_str(&format!("; {note}"));
+    }
+    line
+}
+
+/// The model's todo list: a heading, then one line per item.
+pub fn todos_text(todos: &[geminid_protocol::turn::TodoItem]) -> String {
+    if todos.is_empty() {
+        return "todo list cleared".to_owned();
+    }
+    let mut text = "todo list:".to_owned();
+    for todo in todos {
+        let mark = match todo.status.as_str() {
+            "completed" => "[x]",
+            "in_progress" => "[>]",
+            "cancelled" => "[-]",
+            "blocked" => "[!]",
+            _ => "[ ]",
+        };
+        text.push_str(&format!("\n  {mark} {}", todo.description));
+    }
+    text
 }

@@ -3,7 +3,8 @@
 //! and loop limits), the prompt queue (`queue.rs`), the conversation
 //! history (`conversation.rs`) and what the model is sent back
 //! (`responses.rs`), what is sent and its size (`context.rs`) and
-//! compression (`compression.rs`). Hooks around the model and plan mode
+//! compression (`compression.rs`), a prompt's `@path` and other
+//! references (`references.rs`). Hooks around the model and plan mode
 //! belong here too.
 //!
 //! It talks to its session only through [`TurnMsg`]s on the [`TurnLine`]
@@ -15,6 +16,7 @@ mod compression;
 mod context;
 mod conversation;
 mod queue;
+pub mod references;
 mod responses;
 mod turn;
 

@@ -99,6 +99,11 @@ pub struct TurnEnd {
 pub struct TurnSpec {
     pub turn_id: String,
     pub text: String,
+    /// The prompt's parts after its text (`session.prompt {parts}`).
+    pub parts: Vec<geminid_protocol::turn::PromptPart>,
+    /// Where its references are read; `None`: nothing is read (the text
+    /// goes as it is).
+    pub references: Option<super::references::ReferenceReader>,
     /// The conversation before this turn.
     pub history: Vec<Content>,
     pub model: Arc<dyn Model>,
@@ -187,7 +192,27 @@ pub async fn run(mut spec: TurnSpec, line: TurnLine) {
 type Ending = (&'static str, Option<String>);
 
 async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
-    let user = Content::user_text(spec.text.clone());
+    let user = match &spec.references {
+        Some(reader) => {
+            let resolved = tokio::select! {
+                biased;
+                () = spec.cancel.cancelled() => return ("cancelled", None),
+                resolved = super::references::resolve(&spec.text, &spec.parts, reader, &spec.cancel) => resolved,
+            };
+            if !resolved.read.is_empty() || !resolved.skipped.is_empty() {
+                sink.emit(EventPayload::PromptReferences {
+                    turn_id: spec.turn_id.clone(),
+                    read: resolved.read,
+                    skipped: resolved.skipped,
+                });
+            }
+            Content {
+                role: Role::User,
+                parts: resolved.parts,
+            }
+        }
+        None => Content::user_text(spec.text.clone()),
+    };
     sink.send(TurnMsg::History(user.clone()));
     let mut contents = spec.history.clone();
     contents.push(user);

@@ -525,8 +525,14 @@ impl GeminidApiServer for RpcHandler {
         mcp::probe(params, closed).await
     }
 
-    async fn prompt(&self, session_id: String, text: String) -> RpcResult<PromptAccepted> {
-        turn::prompt(&self.daemon, &session_id, text).await
+    async fn prompt_parts(
+        &self,
+        session_id: String,
+        text: Option<String>,
+        parts: Option<Vec<geminid_protocol::turn::PromptPart>>,
+    ) -> RpcResult<PromptAccepted> {
+        let (text, parts) = (text.unwrap_or_default(), parts.unwrap_or_default());
+        turn::prompt(&self.daemon, &session_id, text, parts).await
     }
 
     async fn history(

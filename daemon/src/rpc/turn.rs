@@ -11,9 +11,14 @@ use crate::agent::MAX_HISTORY_PAGE;
 use crate::daemon::Daemon;
 use crate::wire;
 
-pub async fn prompt(daemon: &Daemon, session_id: &str, text: String) -> RpcResult<PromptAccepted> {
+pub async fn prompt(
+    daemon: &Daemon,
+    session_id: &str,
+    text: String,
+    parts: Vec<geminid_protocol::turn::PromptPart>,
+) -> RpcResult<PromptAccepted> {
     let handle = daemon.sessions.get(session_id)?;
-    let (turn_id, queued_behind) = handle.prompt(text).await?;
+    let (turn_id, queued_behind) = handle.prompt(text, parts).await?;
     Ok(PromptAccepted {
         turn_id,
         queued_behind,

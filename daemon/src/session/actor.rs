@@ -387,8 +387,8 @@ impl Actor {
                     interactive,
                 });
             }
-            Command::Prompt { text, reply } => {
-                let result = self.queue_prompt(text);
+            Command::Prompt { text, parts, reply } => {
+                let result = self.queue_prompt(text, parts);
                 self.after_commit(move || {
                     let _ = reply.send(result);
                 });
@@ -460,6 +460,9 @@ impl Actor {
             Internal::Output { call_id, delta } => self.scheduler.output(&call_id, delta),
             Internal::Finished { call_id, outcome } => {
                 self.running.remove(&call_id);
+                if outcome.is_ok() {
+                    self.after_tool_ran(&call_id);
+                }
                 self.scheduler.finished(&call_id, outcome)
             }
             Internal::Turn { turn_id, msg } => return self.on_turn(turn_id, msg),
@@ -622,5 +625,33 @@ impl Actor {
         for effect in effects {
             self.apply_one(effect);
         }
+    }
+}
+
+impl Actor {
+    /// What a successful call changes in the session itself: the todo
+    /// list a built-in `write_todos` set becomes the session's, for
+    /// every client.
+    fn after_tool_ran(&mut self, call_id: &str) {
+        use crate::tools::builtin::write_todos::{WRITE_TODOS, todos_of};
+        let Some(call) = self.scheduler.call(call_id) else {
+            return;
+        };
+        if call.name != WRITE_TODOS {
+            return;
+        }
+        let builtin = self
+            .deps
+            .registry
+            .get(WRITE_TODOS)
+            .is_some_and(|t| t.tool.source() == crate::tools::ToolSource::Builtin);
+        let (true, Ok(todos)) = (builtin, todos_of(&call.args)) else {
+            return;
+        };
+        self.record.todos = todos;
+        self.pending.record = Some(self.record.clone());
+        self.emit(EventPayload::TodosUpdated {
+            todos: wire::todo_items(&self.record.todos),
+        });
     }
 }

@@ -101,6 +101,7 @@ pub(super) enum Command {
     /// or wait before it.
     Prompt {
         text: String,
+        parts: Vec<geminid_protocol::turn::PromptPart>,
         reply: oneshot::Sender<Result<(String, u64), SessionError>>,
     },
     /// A page of the conversation history: the total and the entries.
@@ -255,8 +256,13 @@ impl SessionHandle {
         .await
     }
 
-    pub async fn prompt(&self, text: String) -> Result<(String, u64), SessionError> {
-        self.ask(|reply| Command::Prompt { text, reply }).await?
+    pub async fn prompt(
+        &self,
+        text: String,
+        parts: Vec<geminid_protocol::turn::PromptPart>,
+    ) -> Result<(String, u64), SessionError> {
+        self.ask(|reply| Command::Prompt { text, parts, reply })
+            .await?
     }
 
     pub async fn history(

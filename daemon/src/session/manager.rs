@@ -127,6 +127,7 @@ impl SessionManager {
             compression: None,
             rewound: Vec::new(),
             allowed: crate::policy::SessionAllowlist::new(),
+            todos: Vec::new(),
         };
         // The actor writes the record with its first event and flushes both
         // before it answers anything, so a created session survives kill -9.

@@ -15,10 +15,13 @@ use crate::store::{PendingPrompt, StoreError};
 
 impl Actor {
     /// `session.prompt`: queues the prompt and starts it if nothing runs.
-    pub(super) fn queue_prompt(&mut self, text: String) -> Result<(String, u64), SessionError> {
-        if text.trim().is_empty() {
-            return Err(SessionError::InvalidParams("`text` is empty".to_owned()));
-        }
+    pub(super) fn queue_prompt(
+        &mut self,
+        text: String,
+        parts: Vec<geminid_protocol::turn::PromptPart>,
+    ) -> Result<(String, u64), SessionError> {
+        agent::references::check(&text, &parts).map_err(SessionError::InvalidParams)?;
+        let shown = geminid_protocol::turn::shown_prompt(&text, &parts);
         if self.stopping {
             return Err(SessionError::Stopped(self.record.id.clone()));
         }
@@ -30,18 +33,19 @@ impl Actor {
         }
         if self.record.title.is_none() {
             // A session without a title is named after its first prompt.
-            self.record.title = Some(title_of(&text));
+            self.record.title = Some(title_of(&shown));
             self.pending.record = Some(self.record.clone());
         }
         let turn_id = format!("turn-{}", self.next_seq());
         self.emit(EventPayload::PromptQueued {
             turn_id: turn_id.clone(),
-            text: text.clone(),
+            text: shown,
         });
         let ahead = self.prompts.ahead();
         let prompt = PendingPrompt {
             turn_id: turn_id.clone(),
             text,
+            parts,
             started: false,
         };
         self.save_prompt(&prompt);
@@ -72,7 +76,7 @@ impl Actor {
         self.note_turn_start(started_at, &turn_id);
         self.emit(EventPayload::UserMessage {
             turn_id: turn_id.clone(),
-            text: prompt.text.clone(),
+            text: geminid_protocol::turn::shown_prompt(&prompt.text, &prompt.parts),
         });
         let chosen = self.record.model.clone();
         let prepared = self
@@ -104,6 +108,11 @@ impl Actor {
         let spec = TurnSpec {
             turn_id: turn_id.clone(),
             text: prompt.text,
+            parts: prompt.parts,
+            references: Some(agent::references::ReferenceReader {
+                files: self.ctx.clone(),
+                resources: None,
+            }),
             history,
             model,
             tools: {
@@ -267,6 +276,8 @@ impl Actor {
         let spec = TurnSpec {
             turn_id: job_id.clone(),
             text: String::new(),
+            parts: Vec::new(),
+            references: None,
             history,
             model,
             tools: Vec::new(),

@@ -230,6 +230,7 @@ mod tests {
             compression: None,
             rewound: Vec::new(),
             allowed: Default::default(),
+            todos: Vec::new(),
         };
         let mut first = append(&[1]);
         first.record = Some(record("old"));

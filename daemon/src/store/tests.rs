@@ -24,6 +24,7 @@ fn record(id: &str) -> SessionRecord {
         compression: None,
         rewound: Vec::new(),
         allowed: Default::default(),
+        todos: Vec::new(),
     }
 }
 

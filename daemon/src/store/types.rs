@@ -81,6 +81,9 @@ pub struct SessionRecord {
         skip_serializing_if = "crate::policy::SessionAllowlist::is_empty"
     )]
     pub allowed: crate::policy::SessionAllowlist,
+    /// The model's todo list (`write_todos`), as its last call set it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub todos: Vec<crate::tools::builtin::write_todos::Todo>,
 }
 
 /// An event as stored and broadcast: its seq and its wire JSON. Shared
@@ -151,6 +154,9 @@ impl Append {
 pub struct PendingPrompt {
     pub turn_id: String,
     pub text: String,
+    /// Parts after the text (`session.prompt {parts}`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub parts: Vec<geminid_protocol::turn::PromptPart>,
     /// Whether its turn had begun (a restart then ends it as interrupted).
     pub started: bool,
 }

@@ -38,6 +38,7 @@ pub mod web_fetch_guard;
 pub mod web_fetch_http;
 pub mod web_search;
 pub mod write_file;
+pub mod write_todos;
 
 #[cfg(test)]
 mod test_util;
@@ -68,6 +69,7 @@ pub fn all(config: &crate::config::DaemonConfig) -> Vec<Arc<dyn Tool>> {
         Arc::new(grep::GrepTool::default()),
         Arc::new(glob::GlobTool::default()),
         Arc::new(web_fetch::WebFetchTool::default()),
+        Arc::new(write_todos::WriteTodosTool::new()),
     ];
     // Needs the Gemini API: only with an API key.
     if let Some(search) = web_search::WebSearchConfig::from_gemini(&config.gemini) {

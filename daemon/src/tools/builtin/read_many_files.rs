@@ -125,6 +125,21 @@ impl Tool for ReadManyFilesTool {
                 "`paths` must name at least one path or pattern",
             ));
         }
+        let plan = plan(ctx, &params)?;
+        Ok(Box::new(ReadManyFilesInvocation {
+            plan,
+            params,
+            listings: self.listings.clone(),
+        }))
+    }
+}
+
+pub use collect::{Gathered, GatheredFile, gather};
+
+/// What `params` asks to read in the session's primary root: literal
+/// paths and directories resolved (confined), patterns compiled.
+pub fn plan(ctx: &ToolContext, params: &ReadManyFilesParams) -> Result<Plan, ToolError> {
+    {
         let root = ctx.root().clone();
         let recursive = params.recursive.unwrap_or(true);
         let filtering = &ctx.settings.filtering;
@@ -163,11 +178,7 @@ impl Tool for ReadManyFilesTool {
         plan.exclude = excludes
             .build()
             .map_err(|e| ToolError::invalid(format!("`exclude` patterns are invalid: {e}")))?;
-        Ok(Box::new(ReadManyFilesInvocation {
-            plan,
-            params,
-            listings: self.listings.clone(),
-        }))
+        Ok(plan)
     }
 }
 

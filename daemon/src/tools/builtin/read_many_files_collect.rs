@@ -32,11 +32,30 @@ struct Skipped {
     unreadable: Vec<String>,
 }
 
-pub fn run(
+/// A file read, its content as the model gets it.
+pub struct GatheredFile {
+    /// Spelled under the root.
+    pub path: PathBuf,
+    /// Relative to the root, for people.
+    pub shown: String,
+    /// Text, or inline data (base64) for media.
+    pub content: ContentPart,
+}
+
+/// The files a plan reads, in path order, and notes on what was left out
+/// (one line per reason).
+pub struct Gathered {
+    pub files: Vec<GatheredFile>,
+    pub notes: Vec<String>,
+}
+
+/// Walks, filters and reads what `plan` names: ignore files, sensitive
+/// paths, the per-file size limit and the total text cap apply.
+pub fn gather(
     plan: &Plan,
     listings: &DirCache,
     cancel: &CancellationToken,
-) -> Result<ToolResult, ToolError> {
+) -> Result<Gathered, ToolError> {
     let mut skipped = Skipped::default();
     let mut files: Vec<(PathBuf, bool)> = Vec::new();
     let filtering = Filtering {
@@ -65,52 +84,93 @@ pub fn run(
     files.dedup_by(|a, b| a.0 == b.0);
 
     let loaded = load_all(plan, &files, cancel)?;
-    let mut parts: Vec<ContentPart> = Vec::new();
-    // Sized once: the text can be megabytes.
-    let held: usize = loaded
+    let mut out = Vec::new();
+    // The cap counts what the concatenated text would hold: headers too.
+    let mut total = 0usize;
+    for ((path, _), item) in files.into_iter().zip(loaded) {
+        let shown = display_relative(plan.root.path(), &path);
+        let content = match item {
+            Loaded::Binary => {
+                skipped.binary.push(shown);
+                continue;
+            }
+            Loaded::MediaNotAsked => {
+                skipped.media.push(shown);
+                continue;
+            }
+            Loaded::TooLarge => {
+                skipped.too_large.push(shown);
+                continue;
+            }
+            Loaded::Unreadable => {
+                skipped.unreadable.push(shown);
+                continue;
+            }
+            Loaded::Outside => continue,
+            Loaded::OverCap => {
+                skipped.over_cap.push(shown);
+                continue;
+            }
+            Loaded::Media(mime, bytes) => ContentPart::InlineData {
+                mime_type: mime.to_owned(),
+                data: base64::engine::general_purpose::STANDARD.encode(&bytes),
+            },
+            Loaded::Text(text) => {
+                let header = path.as_os_str().len() + 9;
+                if total + text.len() > MAX_TOTAL_TEXT_BYTES {
+                    skipped.over_cap.push(shown);
+                    continue;
+                }
+                total += header + text.len() + 1;
+                ContentPart::Text { text }
+            }
+        };
+        out.push(GatheredFile {
+            path,
+            shown,
+            content,
+        });
+    }
+    Ok(Gathered {
+        files: out,
+        notes: notes(plan, &skipped),
+    })
+}
+
+pub fn run(
+    plan: &Plan,
+    listings: &DirCache,
+    cancel: &CancellationToken,
+) -> Result<ToolResult, ToolError> {
+    let gathered = gather(plan, listings, cancel)?;
+    let notes = gathered.notes;
+    let read = gathered.files.len();
+    let held: usize = gathered
+        .files
         .iter()
-        .map(|l| match l {
-            Loaded::Text(content) => content.len(),
-            _ => 0,
+        .map(|f| match &f.content {
+            ContentPart::Text { text } => text.len() + f.path.as_os_str().len() + 10,
+            ContentPart::InlineData { .. } => 0,
         })
         .sum();
-    let headers: usize = files.iter().map(|(p, _)| p.as_os_str().len() + 10).sum();
-    let mut text =
-        String::with_capacity((held + headers).min(MAX_TOTAL_TEXT_BYTES + headers) + 4096);
-    let mut read = 0usize;
-    for ((path, _), item) in files.iter().zip(loaded) {
-        let rel = display_relative(plan.root.path(), path);
-        match item {
-            Loaded::Binary => skipped.binary.push(rel),
-            Loaded::MediaNotAsked => skipped.media.push(rel),
-            Loaded::TooLarge => skipped.too_large.push(rel),
-            Loaded::Unreadable => skipped.unreadable.push(rel),
-            Loaded::Outside => {}
-            Loaded::OverCap => skipped.over_cap.push(rel),
-            Loaded::Media(mime, bytes) => {
-                text.push_str(&format!("--- {} ---\n", path.display()));
+    // Sized once: the text can be megabytes.
+    let mut text = String::with_capacity(held + 4096);
+    let mut parts: Vec<ContentPart> = Vec::new();
+    for file in gathered.files {
+        text.push_str(&format!("--- {} ---\n", file.path.display()));
+        match file.content {
+            ContentPart::Text { text: content } => {
+                text.push_str(&content);
+                text.push('\n');
+            }
+            media @ ContentPart::InlineData { .. } => {
                 parts.push(ContentPart::Text {
                     text: std::mem::take(&mut text),
                 });
-                parts.push(ContentPart::InlineData {
-                    mime_type: mime.to_owned(),
-                    data: base64::engine::general_purpose::STANDARD.encode(&bytes),
-                });
-                read += 1;
-            }
-            Loaded::Text(content) => {
-                if text.len() + content.len() > MAX_TOTAL_TEXT_BYTES {
-                    skipped.over_cap.push(rel);
-                    continue;
-                }
-                text.push_str(&format!("--- {} ---\n", path.display()));
-                text.push_str(&content);
-                text.push('\n');
-                read += 1;
+                parts.push(media);
             }
         }
     }
-    let notes = notes(plan, &skipped);
     if read == 0 {
         let mut msg = "No files were read: nothing matched the given paths and patterns, or every match was skipped.".to_owned();
         if !notes.is_empty() {
