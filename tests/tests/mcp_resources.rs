@@ -147,3 +147,84 @@ async fn gemctl_lists_and_reads_resources() {
     assert_ne!(code, 0);
     assert!(err.contains("no MCP server named \"nobody\""), "{err}");
 }
+
+/// `@server:uri` in a prompt: a resource the server lists is read through
+/// the daemon's MCP client and reaches the model under its reference, as
+/// 0.61 lays referenced content out; a URI the server does not list is
+/// not read as a resource.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_references_a_resource_by_server_and_uri() {
+    use geminid_protocol::event::EventPayload;
+    use geminid_tests::fake_model::{FakeModel, gemini};
+    use geminid_tests::*;
+
+    let p = peers();
+    let fake = FakeModel::scripted(vec![gemini::answer(&["ok"]), gemini::answer(&["ok"])]).await;
+    let mut d = TestDaemon::start_with_env(&[
+        ("GEMINI_API_KEY", "test-key"),
+        ("GOOGLE_GEMINI_BASE_URL", fake.base_url.as_str()),
+        ("GEMINI_MODEL", "gemini-2.5-flash"),
+    ]);
+    d.terminate();
+    let dir = d.home().join(".gemini");
+    std::fs::create_dir_all(&dir).unwrap();
+    let settings = json!({"mcpServers": {"everything": {"command": everything(&p)}}});
+    std::fs::write(dir.join("settings.json"), settings.to_string()).unwrap();
+    d.spawn();
+    let c = d.client().await;
+    connected(&c, &["everything"]).await;
+    let listed = c.mcp_resources(Some("everything".into())).await.unwrap();
+    let first = listed.resources.first().expect("a resource");
+    let uri = first.resource["uri"].as_str().expect("its uri").to_owned();
+    let sid = session(&c, &d, ApprovalMode::Yolo).await;
+
+    let mut sub = c.subscribe_session(sid.clone(), None).await.unwrap();
+    let text = format!("summarize @everything:{uri} please");
+    let turn = c.prompt(sid.clone(), text.clone()).await.unwrap().turn_id;
+    let events = collect_until(
+        &mut sub,
+        |e| matches!(&e.payload, EventPayload::TurnFinished { turn_id, .. } if *turn_id == turn),
+    )
+    .await;
+    let refs = events
+        .iter()
+        .find_map(|e| match &e.payload {
+            EventPayload::PromptReferences { read, skipped, .. } => Some((read, skipped)),
+            _ => None,
+        })
+        .expect("a promptReferences event");
+    assert_eq!(refs.0, &vec![format!("everything:{uri}")], "{refs:?}");
+    assert!(refs.1.is_empty(), "{refs:?}");
+    let sent = fake
+        .seen()
+        .last()
+        .expect("a model request")
+        .body
+        .to_string();
+    assert!(
+        sent.contains(&format!("Content from @everything:{uri}:")),
+        "{sent}"
+    );
+    assert!(sent.contains("--- End of content ---"), "{sent}");
+
+    // Not listed by that server: left to the workspace as a path, which
+    // does not exist, so it is skipped and nothing is read from the server.
+    let turn = c
+        .prompt(sid.clone(), "and @everything:test://nope".into())
+        .await
+        .unwrap()
+        .turn_id;
+    let events = collect_until(
+        &mut sub,
+        |e| matches!(&e.payload, EventPayload::TurnFinished { turn_id, .. } if *turn_id == turn),
+    )
+    .await;
+    let skipped = events
+        .iter()
+        .find_map(|e| match &e.payload {
+            EventPayload::PromptReferences { skipped, .. } => Some(skipped.clone()),
+            _ => None,
+        })
+        .expect("a promptReferences event");
+    assert_eq!(skipped.len(), 1, "{skipped:?}");
+}

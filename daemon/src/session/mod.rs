@@ -14,6 +14,7 @@ mod handle;
 mod idle;
 mod manager;
 mod prompts;
+mod resource_refs;
 mod undo;
 
 pub use actor::ActorDeps;

@@ -111,7 +111,9 @@ impl Actor {
             parts: prompt.parts,
             references: Some(agent::references::ReferenceReader {
                 files: self.ctx.clone(),
-                resources: None,
+                resources: Some(std::sync::Arc::new(super::resource_refs::McpResourceRefs(
+                    self.deps.discovery.mcp.clone(),
+                ))),
             }),
             history,
             model,
