@@ -11,6 +11,7 @@ pub mod config;
 pub mod daemon;
 pub mod discovery;
 pub mod heap;
+pub mod hooks;
 pub mod jsonc;
 pub mod memory;
 pub mod model;
