@@ -20,6 +20,8 @@ pub struct Daemon {
     pub sessions: SessionManager,
     pub registry: Arc<ToolRegistry>,
     pub policy: Arc<LivePolicy>,
+    /// The hooks of each workspace's sessions (settings `hooks`).
+    pub hooks: Arc<crate::hooks::HookBook>,
     /// MCP servers and the discovery command.
     pub discovery: Arc<Discovery>,
     /// The model prompts go to.
@@ -106,6 +108,10 @@ impl Daemon {
                 },
             ),
         );
+        let hooks = Arc::new(crate::hooks::HookBook::new(
+            &config.system_settings,
+            &config.user_gemini_dir,
+        ));
         let sessions = SessionManager::new(ActorDeps {
             store,
             registry: registry.clone(),
@@ -119,6 +125,7 @@ impl Daemon {
             shell_output: config.shell_output_dir(),
             discovery: discovery.clone(),
             sandbox_places: Arc::new(sandbox_places(&crate::safety::DaemonPaths::of(&config))),
+            hooks: hooks.clone(),
         });
         let outbound = crate::rpc::OutboundBudget::new(config.outbound_budget);
         let daemon = Arc::new(Daemon {
@@ -126,6 +133,7 @@ impl Daemon {
             sessions,
             registry,
             policy,
+            hooks,
             discovery,
             model,
             memory,
@@ -144,6 +152,12 @@ impl Daemon {
         let weak = Arc::downgrade(&daemon);
         daemon
             .memory
+            .set_trust(Arc::new(move |root: &std::path::Path| {
+                weak.upgrade().is_some_and(|d| d.folder_trust(root).trusted)
+            }));
+        let weak = Arc::downgrade(&daemon);
+        daemon
+            .hooks
             .set_trust(Arc::new(move |root: &std::path::Path| {
                 weak.upgrade().is_some_and(|d| d.folder_trust(root).trusted)
             }));
@@ -193,6 +207,8 @@ impl Daemon {
         }
         self.note_policy_problems();
         self.apply_settings();
+        // Hooks are read again at their next use.
+        self.hooks.invalidate();
         if let Some(runtime) = &self.runtime {
             let _inside = runtime.enter();
             self.discovery.reload_user();

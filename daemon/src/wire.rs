@@ -452,3 +452,24 @@ pub fn sandbox_check(c: &crate::sandbox::SandboxCheck) -> proto::session::Sandbo
             .collect(),
     }
 }
+
+/// One hook run as the session's `hookRun` event.
+pub fn hook_run(run: &crate::hooks::HookRun, call_id: Option<&str>) -> proto::event::EventPayload {
+    proto::event::EventPayload::HookRun {
+        event: run.event.name().to_owned(),
+        hook: run.name.clone(),
+        command: run.command.clone(),
+        source: run.source.clone(),
+        call_id: call_id.map(str::to_owned),
+        duration_ms: run.duration_ms,
+        decision: run.result.decision().to_owned(),
+        error: run.result.error.clone(),
+        system_message: run
+            .result
+            .output
+            .as_ref()
+            .and_then(|o| o.get("systemMessage"))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned),
+    }
+}

@@ -214,6 +214,7 @@ pub fn event_line(event: &SessionEvent) -> Option<String> {
             Some(message) => format!("mcp server {server}: {status} ({message})"),
             None => format!("mcp server {server}: {status}"),
         },
+        EventPayload::HookRun { .. } => crate::command::hook_run_line(&event.payload)?,
     };
     Some(format!("#{seq} {text}"))
 }

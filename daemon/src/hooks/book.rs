@@ -64,11 +64,7 @@ impl HookBook {
     }
 
     fn load(&self, root: &Path) -> HookSet {
-        let trust = self
-            .trust
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
+        let trust = self.trust.lock().unwrap_or_else(|e| e.into_inner()).clone();
         let trusted = trust.is_some_and(|t| t(root));
         let files = crate::settings_merge::layer_files(
             &self.system_settings,

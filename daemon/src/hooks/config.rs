@@ -135,7 +135,11 @@ pub fn read(settings: &Value, source: &HookSource) -> FileHooks {
         return out;
     };
     // The older place of the switches (0.61 still skips these keys).
-    read_switches(settings.get("hooks").unwrap_or(&Value::Null), "hooks", &mut out);
+    read_switches(
+        settings.get("hooks").unwrap_or(&Value::Null),
+        "hooks",
+        &mut out,
+    );
     for (event_name, definitions) in hooks {
         if CONFIG_FIELDS.contains(&event_name.as_str()) {
             continue;
@@ -152,7 +156,13 @@ pub fn read(settings: &Value, source: &HookSource) -> FileHooks {
             continue;
         };
         for (d, definition) in definitions.iter().enumerate() {
-            read_definition(event, definition, &format!("hooks.{event_name}[{d}]"), source, &mut out);
+            read_definition(
+                event,
+                definition,
+                &format!("hooks.{event_name}[{d}]"),
+                source,
+                &mut out,
+            );
         }
     }
     out
@@ -194,8 +204,9 @@ fn read_definition(
     out: &mut FileHooks,
 ) {
     let Some(hooks) = definition.get("hooks").and_then(Value::as_array) else {
-        out.problems
-            .push(format!("{at}.hooks: missing or not an array (definition skipped)"));
+        out.problems.push(format!(
+            "{at}.hooks: missing or not an array (definition skipped)"
+        ));
         return;
     };
     let matcher = match definition.get("matcher") {

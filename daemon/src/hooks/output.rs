@@ -391,7 +391,9 @@ mod tests {
         let warn = interpret(&ran(1, "", "careful"));
         assert_eq!(
             warn.output,
-            Some(obj(json!({"decision": "allow", "systemMessage": "Warning: careful"})))
+            Some(obj(
+                json!({"decision": "allow", "systemMessage": "Warning: careful"})
+            ))
         );
         let block = interpret(&ran(2, "", "not this"));
         assert_eq!(
@@ -414,7 +416,11 @@ mod tests {
             timed_out: Some(50),
             ..Ran::default()
         });
-        assert!(hang.error.unwrap_or_default().contains("timed out after 50 ms"));
+        assert!(
+            hang.error
+                .unwrap_or_default()
+                .contains("timed out after 50 ms")
+        );
         let empty = interpret(&ran(0, "  ", ""));
         assert_eq!((empty.output, empty.error), (None, None));
     }
@@ -432,7 +438,10 @@ mod tests {
         .expect("merged");
         assert!(merged.is_blocking());
         assert_eq!(merged.effective_reason(), "a\nb");
-        assert_eq!(merged.additional_context().as_deref(), Some("x&lt;y&gt;\nz"));
+        assert_eq!(
+            merged.additional_context().as_deref(),
+            Some("x&lt;y&gt;\nz")
+        );
         assert_eq!(merged.tool_input(), Some(&obj(json!({"k": 1}))));
         assert!(!merged.should_stop());
         let allow = merge(HookEvent::AfterTool, &[obj(json!({}))]).expect("merged");

@@ -173,7 +173,10 @@ mod tests {
             names(set.plan(HookEvent::BeforeTool, Subject::Tool("("))),
             vec!["paren", "all"]
         );
-        assert!(set.plan(HookEvent::SessionStart, Subject::Trigger("startup")).is_none());
+        assert!(
+            set.plan(HookEvent::SessionStart, Subject::Trigger("startup"))
+                .is_none()
+        );
         assert_eq!(
             names(set.plan(HookEvent::SessionStart, Subject::Trigger("start"))),
             vec!["x"]
@@ -184,7 +187,10 @@ mod tests {
     fn order_dedup_sequential_and_switches() {
         let hook = json!({"BeforeTool": [{"hooks": [{"type": "command", "command": "same"}]}]});
         let set = HookSet::from_layers(vec![
-            layer("user", json!({"hooks": hook, "hooksConfig": {"disabled": ["off"]}})),
+            layer(
+                "user",
+                json!({"hooks": hook, "hooksConfig": {"disabled": ["off"]}}),
+            ),
             layer(
                 "workspace",
                 json!({"hooks": {"BeforeTool": [
@@ -205,6 +211,9 @@ mod tests {
             layer("workspace", json!({"hooksConfig": {"enabled": false}})),
         ]);
         assert!(!off.listens(HookEvent::BeforeTool));
-        assert!(off.plan(HookEvent::BeforeTool, Subject::Tool("x")).is_none());
+        assert!(
+            off.plan(HookEvent::BeforeTool, Subject::Tool("x"))
+                .is_none()
+        );
     }
 }

@@ -69,11 +69,12 @@ pub async fn fire(
         }
         runs
     } else {
-        futures::future::join_all(plan.hooks.iter().map(|h| run_one(h, env, &input, cancel)))
-            .await
+        futures::future::join_all(plan.hooks.iter().map(|h| run_one(h, env, &input, cancel))).await
     };
-    let outputs: Vec<Map<String, Value>> =
-        runs.iter().filter_map(|r| r.result.output.clone()).collect();
+    let outputs: Vec<Map<String, Value>> = runs
+        .iter()
+        .filter_map(|r| r.result.output.clone())
+        .collect();
     Fired {
         merged: merge(plan.event, &outputs),
         runs,
@@ -149,7 +150,10 @@ fn expand(command: &str, env: &HookEnv) -> String {
     command
         .replace("$GEMINI_PROJECT_DIR", &cwd)
         .replace("$GEMINI_CWD", &cwd)
-        .replace("$GEMINI_PLANS_DIR", &quote(&env.plans_dir.to_string_lossy()))
+        .replace(
+            "$GEMINI_PLANS_DIR",
+            &quote(&env.plans_dir.to_string_lossy()),
+        )
         .replace("$GEMINI_SESSION_ID", &quote(&env.session_id))
         .replace("$CLAUDE_PROJECT_DIR", &cwd)
 }

@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 
 use super::output::Merged;
 use crate::scheduler::{CallError, CallErrorKind};
-use crate::tools::{ContentPart, ToolDisplay, ToolErrorKind, ToolResult};
+use crate::tools::{ConfirmationDetails, ContentPart, ToolDisplay, ToolErrorKind, ToolResult};
 
 /// What BeforeTool hooks decided.
 #[derive(Debug, Clone, PartialEq)]
@@ -155,6 +155,64 @@ pub fn after(
     }
 }
 
+/// Notification's own stdin fields when a call starts waiting for
+/// approval (0.61's `ToolPermission`: its message and serialized details).
+pub fn permission_input(
+    call_id: &str,
+    tool_name: &str,
+    details: &ConfirmationDetails,
+) -> Map<String, Value> {
+    let (message, mut detail) = match details {
+        ConfirmationDetails::Edit { title, diff } => (
+            format!("Tool {title} requires editing"),
+            json!({"type": "edit", "title": title, "fileName": diff.file_name,
+                   "filePath": diff.file_path, "fileDiff": diff.diff,
+                   "originalContent": diff.original_content, "newContent": diff.new_content}),
+        ),
+        ConfirmationDetails::Exec {
+            title,
+            command,
+            root_commands,
+        } => (
+            format!("Tool {title} requires execution"),
+            json!({"type": "exec", "title": title, "command": command,
+                   "rootCommand": root_commands.join(", ")}),
+        ),
+        ConfirmationDetails::Mcp {
+            title,
+            server_name,
+            tool_name,
+        } => (
+            format!("Tool {title} requires MCP"),
+            json!({"type": "mcp", "title": title, "serverName": server_name,
+                   "toolName": tool_name, "toolDisplayName": tool_name}),
+        ),
+        ConfirmationDetails::Info {
+            title,
+            prompt,
+            urls,
+        } => (
+            format!("Tool {title} requires information"),
+            json!({"type": "info", "title": title, "prompt": prompt, "urls": urls}),
+        ),
+    };
+    // Which call and tool, so a page can name them.
+    if let Value::Object(d) = &mut detail {
+        d.insert("callId".into(), call_id.into());
+        d.insert(
+            "toolName".into(),
+            d.get("toolName")
+                .cloned()
+                .unwrap_or_else(|| tool_name.into()),
+        );
+    }
+    let mut fields = Map::new();
+    fields.insert("notification_type".into(), "ToolPermission".into());
+    fields.insert("message".into(), message.into());
+    fields.insert("details".into(), detail);
+    fields
+}
+
 fn llm_text(parts: &[ContentPart]) -> Value {
     match parts {
         [ContentPart::Text { text }] => text.clone().into(),
@@ -181,18 +239,27 @@ mod tests {
     use super::*;
 
     fn merged(v: Value) -> Option<Merged> {
-        merge(HookEvent::BeforeTool, &[v.as_object().cloned().unwrap_or_default()])
+        merge(
+            HookEvent::BeforeTool,
+            &[v.as_object().cloned().unwrap_or_default()],
+        )
     }
 
     #[test]
     fn before_reads_block_stop_ask_and_rewrites() {
         let args = json!({"command": "ls", "dir_path": "."});
         assert_eq!(
-            before(merged(json!({"decision": "block", "reason": "no"})).as_ref(), &args),
+            before(
+                merged(json!({"decision": "block", "reason": "no"})).as_ref(),
+                &args
+            ),
             Before::Blocked("Tool execution blocked: no".into())
         );
         assert_eq!(
-            before(merged(json!({"continue": false, "stopReason": "halt"})).as_ref(), &args),
+            before(
+                merged(json!({"continue": false, "stopReason": "halt"})).as_ref(),
+                &args
+            ),
             Before::Stopped("Agent execution stopped by hook: halt".into())
         );
         assert_eq!(
@@ -218,7 +285,11 @@ mod tests {
     #[test]
     fn after_blocks_or_adds_context() {
         let ok = || Ok(ToolResult::text("out"));
-        let blocked = after(merged(json!({"decision": "deny", "reason": "secret"})).as_ref(), false, ok());
+        let blocked = after(
+            merged(json!({"decision": "deny", "reason": "secret"})).as_ref(),
+            false,
+            ok(),
+        );
         assert_eq!(
             blocked.map_err(|e| e.message),
             Err("Tool result blocked: secret".to_owned())
@@ -237,7 +308,11 @@ mod tests {
         );
         let cancelled = Err(CallError::new(CallErrorKind::Cancelled, "c"));
         assert_eq!(
-            after(merged(json!({"decision": "deny"})).as_ref(), false, cancelled.clone()),
+            after(
+                merged(json!({"decision": "deny"})).as_ref(),
+                false,
+                cancelled.clone()
+            ),
             cancelled
         );
     }

@@ -59,6 +59,17 @@ pub(super) enum Internal {
         call_id: String,
         outcome: Result<crate::tools::ToolResult, crate::scheduler::CallError>,
     },
+    /// A call's BeforeTool hooks reported (`session/hooks.rs`).
+    BeforeTool {
+        call_id: String,
+        fired: crate::hooks::Fired,
+        args: serde_json::Value,
+    },
+    /// Hooks ran that only report (AfterTool, Notification).
+    HookRuns {
+        call_id: Option<String>,
+        runs: Vec<crate::hooks::HookRun>,
+    },
     /// A message from a running turn (`agent/turn.rs`).
     Turn {
         turn_id: String,
@@ -90,6 +101,8 @@ pub struct ActorDeps {
     pub discovery: Arc<crate::discovery::Discovery>,
     /// The daemon's places the sandbox hides or holds read-only.
     pub sandbox_places: Arc<crate::sandbox::DaemonPlaces>,
+    /// The hooks of each workspace's sessions.
+    pub hooks: Arc<crate::hooks::HookBook>,
 }
 
 pub(super) struct Actor {
@@ -122,6 +135,8 @@ pub(super) struct Actor {
     pub(super) stopping: bool,
     /// The client waiting for the running `session.compress`.
     pub(super) compress_reply: Option<CompressReply>,
+    /// What hooks did to the calls they ran for.
+    pub(super) call_hooks: HashMap<String, super::hooks::CallHooks>,
 }
 
 /// How `session.compress` is answered.
@@ -196,6 +211,7 @@ pub fn spawn(
         conversation: Conversation::default(),
         stopping: false,
         compress_reply: None,
+        call_hooks: HashMap::new(),
     };
     tracker.spawn(async move {
         if fresh {
@@ -284,6 +300,7 @@ impl Actor {
             }
             Command::CancelAll { reply } => {
                 let count = self.scheduler.active().count() + usize::from(self.cancel_turn());
+                self.cancel_all_call_hooks();
                 let effects = self.scheduler.cancel_all("cancelled by a client");
                 self.apply(effects);
                 self.after_commit(move || {
@@ -382,6 +399,14 @@ impl Actor {
             Internal::Finished { call_id, outcome } => {
                 self.running.remove(&call_id);
                 self.scheduler.finished(&call_id, outcome)
+            }
+            Internal::BeforeTool {
+                call_id,
+                fired,
+                args,
+            } => return self.before_tool_done(call_id, fired, args),
+            Internal::HookRuns { call_id, runs } => {
+                return self.emit_hook_runs(call_id.as_deref(), &runs);
             }
             Internal::Turn { turn_id, msg } => return self.on_turn(turn_id, msg),
         };

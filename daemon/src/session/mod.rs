@@ -10,6 +10,7 @@
 mod actor;
 mod driver;
 mod handle;
+mod hooks;
 mod manager;
 mod prompts;
 
