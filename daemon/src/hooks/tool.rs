@@ -6,10 +6,23 @@
 //! past a rule that denies what it became.
 
 use serde_json::{Map, Value, json};
+use tokio_util::sync::CancellationToken;
 
 use super::output::Merged;
 use crate::scheduler::{CallError, CallErrorKind};
 use crate::tools::{ConfirmationDetails, ContentPart, ToolDisplay, ToolErrorKind, ToolResult};
+
+/// What hooks did to one call so far.
+pub struct CallHooks {
+    /// BeforeTool has run: the next prepare goes to the policy.
+    pub before_done: bool,
+    /// A BeforeTool hook said `ask` (why, for people).
+    pub ask: Option<String>,
+    /// A BeforeTool hook rewrote the arguments.
+    pub modified: bool,
+    /// Kills the call's hook processes.
+    pub cancel: CancellationToken,
+}
 
 /// What BeforeTool hooks decided.
 #[derive(Debug, Clone, PartialEq)]

@@ -136,7 +136,7 @@ pub(super) struct Actor {
     /// The client waiting for the running `session.compress`.
     pub(super) compress_reply: Option<CompressReply>,
     /// What hooks did to the calls they ran for.
-    pub(super) call_hooks: HashMap<String, super::hooks::CallHooks>,
+    pub(super) call_hooks: HashMap<String, crate::hooks::tool::CallHooks>,
 }
 
 /// How `session.compress` is answered.

@@ -12,23 +12,11 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::actor::{Actor, Internal};
-use crate::hooks::tool::{self as hook_tool, Before};
+use crate::hooks::tool::{self as hook_tool, Before, CallHooks};
 use crate::hooks::{Fired, HookEnv, HookEvent, HookRun, Subject};
 use crate::scheduler::{CallError, CallState, Prepared, ToolCall};
 use crate::tools::ToolResult;
 use crate::wire;
-
-/// What hooks did to one call so far.
-pub(super) struct CallHooks {
-    /// BeforeTool has run: the next prepare goes to the policy.
-    pub before_done: bool,
-    /// A BeforeTool hook said `ask` (why, for people).
-    pub ask: Option<String>,
-    /// A BeforeTool hook rewrote the arguments.
-    pub modified: bool,
-    /// Kills the call's hook processes.
-    pub cancel: CancellationToken,
-}
 
 impl Actor {
     pub(super) fn hook_env(&self) -> HookEnv {
