@@ -473,3 +473,32 @@ pub fn hook_run(run: &crate::hooks::HookRun, call_id: Option<&str>) -> proto::ev
             .map(str::to_owned),
     }
 }
+
+/// A workspace's hooks as `hooks.list` answers them.
+pub fn hook_list(
+    root: &std::path::Path,
+    set: &crate::hooks::HookSet,
+) -> geminid_protocol::hooks::HookList {
+    geminid_protocol::hooks::HookList {
+        cwd: root.display().to_string(),
+        enabled: set.enabled,
+        workspace_trusted: set.workspace_trusted,
+        hooks: set
+            .entries
+            .iter()
+            .map(|h| geminid_protocol::hooks::HookInfo {
+                event: h.event.name().to_owned(),
+                name: h.display_name().to_owned(),
+                command: h.command.clone(),
+                matcher: h.matcher.clone(),
+                sequential: h.sequential,
+                timeout_ms: h.timeout_ms,
+                description: h.description.clone(),
+                layer: h.source.layer.to_owned(),
+                source: h.source.file.clone(),
+                enabled: h.enabled,
+            })
+            .collect(),
+        problems: set.problems.clone(),
+    }
+}

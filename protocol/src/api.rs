@@ -312,4 +312,15 @@ pub trait GeminidApi {
         &self,
         #[argument(rename = "sessionId")] session_id: Option<String>,
     ) -> RpcResult<CommandDiscoveryInfo>;
+
+    /// `hooks.list {sessionId? | cwd?}`: the hooks a workspace's sessions
+    /// run (the session's workspace, else `cwd`, else the daemon's
+    /// directory), in the order they run, with the settings file each came
+    /// from, whether it is enabled, and what could not be read.
+    #[method(name = "hooks.list", param_kind = map)]
+    async fn list_hooks(
+        &self,
+        #[argument(rename = "sessionId")] session_id: Option<String>,
+        cwd: Option<String>,
+    ) -> RpcResult<crate::hooks::HookList>;
 }

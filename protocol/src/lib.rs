@@ -15,6 +15,7 @@ pub mod api;
 pub mod error;
 pub mod event;
 pub mod framing;
+pub mod hooks;
 pub mod mcp;
 pub mod paths;
 pub mod policy;

@@ -541,3 +541,93 @@ async fn an_untrusted_workspace_runs_none_of_its_hooks_and_disabled_hooks_do_not
     assert_eq!(done.state, CallState::Success, "{done:?}");
     assert!(runs(&events(&c, &session).await).is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemctl_hooks_list_shows_each_hook_its_file_and_whether_it_runs() {
+    let d = started(&[], |d| {
+        let dir = d.home().join(".gemini");
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("settings.json"),
+            serde_json::to_vec(&json!({
+                "hooksConfig": {"disabled": ["quiet"]},
+                "hooks": {
+                    "BeforeTool": [{"matcher": "write_.*", "sequential": true,
+                                    "hooks": [{"type": "command", "command": "check.sh", "timeout": 5000}]}],
+                    "AfterAgent": [{"hooks": [{"type": "command", "name": "quiet", "command": "q.sh"}]}],
+                    "BeforeTools": []
+                }
+            }))
+            .unwrap(),
+        )
+        .unwrap();
+        let ws = d.workspace.join(".gemini");
+        std::fs::create_dir_all(&ws).unwrap();
+        std::fs::write(
+            ws.join("settings.json"),
+            r#"{"hooks": {"SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "hello.sh"}]}]}}"#,
+        )
+        .unwrap();
+    });
+    let out = d
+        .gemctl(&[
+            "--json",
+            "hooks",
+            "list",
+            "--cwd",
+            &d.workspace.display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let list: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let hooks = list["hooks"].as_array().unwrap();
+    let summary: Vec<(String, String, String, bool)> = hooks
+        .iter()
+        .map(|h| {
+            (
+                h["event"].as_str().unwrap().to_owned(),
+                h["name"].as_str().unwrap().to_owned(),
+                h["layer"].as_str().unwrap().to_owned(),
+                h["enabled"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            (
+                "SessionStart".into(),
+                "hello.sh".into(),
+                "workspace".into(),
+                true
+            ),
+            ("AfterAgent".into(), "quiet".into(), "user".into(), false),
+            ("BeforeTool".into(), "check.sh".into(), "user".into(), true),
+        ]
+    );
+    assert_eq!(hooks[2]["matcher"], "write_.*");
+    assert_eq!(hooks[2]["timeoutMs"], 5000);
+    assert_eq!(hooks[2]["sequential"], true);
+    assert!(
+        hooks[2]["source"]
+            .as_str()
+            .unwrap()
+            .ends_with(".gemini/settings.json")
+    );
+    let problems = list["problems"].to_string();
+    assert!(problems.contains("hooks.BeforeTools"), "{problems}");
+    let text = d
+        .gemctl(&["hooks", "list", "--cwd", &d.workspace.display().to_string()])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("off AfterAgent") && text.contains("problem: "),
+        "{text}"
+    );
+}

@@ -88,7 +88,9 @@ impl HookBook {
                 read_file(path, layer)
             })
             .collect();
-        HookSet::from_layers(layers)
+        let mut set = HookSet::from_layers(layers);
+        set.workspace_trusted = trusted;
+        set
     }
 }
 

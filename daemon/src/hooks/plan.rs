@@ -16,6 +16,8 @@ pub struct HookSet {
     pub enabled: bool,
     /// `file: field: message` for what could not be read.
     pub problems: Vec<String>,
+    /// Whether the workspace's own settings were read.
+    pub workspace_trusted: bool,
 }
 
 /// The hooks of one firing.
@@ -62,6 +64,7 @@ impl HookSet {
             entries,
             enabled,
             problems,
+            workspace_trusted: false,
         }
     }
 
