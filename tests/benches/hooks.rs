@@ -53,10 +53,7 @@ fn call(conn: &mut RawConn, session: &str, path: &str) -> Duration {
                "args": {"absolute_path": path}, "wait": true}),
     );
     let elapsed = started.elapsed();
-    assert_eq!(
-        answer["result"]["outcome"]["state"], "success",
-        "{answer}"
-    );
+    assert_eq!(answer["result"]["outcome"]["state"], "success", "{answer}");
     elapsed
 }
 
@@ -86,7 +83,10 @@ fn main() {
     println!("| figure | p50 |");
     println!("|---|---|");
     println!("| read_file, no hooks | {:.2} ms |", a.as_secs_f64() * 1e3);
-    println!("| read_file, one no-op BeforeTool hook | {:.2} ms |", b.as_secs_f64() * 1e3);
+    println!(
+        "| read_file, one no-op BeforeTool hook | {:.2} ms |",
+        b.as_secs_f64() * 1e3
+    );
     println!(
         "| added by the hook | {:.2} ms |",
         (b.as_secs_f64() - a.as_secs_f64()) * 1e3

@@ -90,6 +90,11 @@ impl HookBook {
             .collect();
         let mut set = HookSet::from_layers(layers);
         set.workspace_trusted = trusted;
+        // Logged once per change (the set is kept until the next one);
+        // `hooks.list` lists them while they last.
+        for problem in &set.problems {
+            tracing::warn!(workspace = %root.display(), "hooks: {problem}");
+        }
         set
     }
 }
