@@ -166,3 +166,31 @@ pub fn context_line(tokens: &geminid_protocol::turn::SessionTokens) -> String {
         if tokens.requests == 1 { "" } else { "s" }
     )
 }
+
+/// A `hookRun` event in words: `hook <name> (<event>): <decision> in N ms
+/// — <error or message>`; `None` for other events.
+pub fn hook_run_line(payload: &geminid_protocol::event::EventPayload) -> Option<String> {
+    let geminid_protocol::event::EventPayload::HookRun {
+        event,
+        hook,
+        call_id,
+        duration_ms,
+        decision,
+        error,
+        system_message,
+        ..
+    } = payload
+    else {
+        return None;
+    };
+    let call = call_id
+        .as_deref()
+        .map(|c| format!(" for {c}"))
+        .unwrap_or_default();
+    let mut line = format!("hook {hook} ({event}{call}): {decision} in {duration_ms} ms");
+    for extra in [error, system_message].into_iter().flatten() {
+        line.push_str(" — ");
+        line.push_str(extra);
+    }
+    Some(line)
+}

@@ -20,6 +20,8 @@ pub struct Daemon {
     pub sessions: SessionManager,
     pub registry: Arc<ToolRegistry>,
     pub policy: Arc<LivePolicy>,
+    /// The hooks of each workspace's sessions (settings `hooks`).
+    pub hooks: Arc<crate::hooks::HookBook>,
     /// MCP servers and the discovery command.
     pub discovery: Arc<Discovery>,
     /// The model prompts go to.
@@ -119,6 +121,10 @@ impl Daemon {
         let places = Arc::new(sandbox_places(&crate::safety::DaemonPaths::of(&config)));
         // The discovery command and stdio MCP servers get the sandbox too.
         crate::discovery::jail::init(config.user_gemini_dir.join("settings.json"), places.clone());
+        let hooks = Arc::new(crate::hooks::HookBook::new(
+            &config.system_settings,
+            &config.user_gemini_dir,
+        ));
         let sessions = SessionManager::new(
             ActorDeps {
                 store,
@@ -136,6 +142,7 @@ impl Daemon {
                 )),
                 discovery: discovery.clone(),
                 sandbox_places: places.clone(),
+                hooks: hooks.clone(),
             },
             config.session_idle,
         );
@@ -145,6 +152,7 @@ impl Daemon {
             sessions,
             registry,
             policy,
+            hooks,
             discovery,
             model,
             memory,
@@ -192,6 +200,12 @@ impl Daemon {
                 daemon.workspace_opened(&root, &handle);
             });
         }));
+        let weak = Arc::downgrade(&daemon);
+        daemon
+            .hooks
+            .set_trust(Arc::new(move |root: &std::path::Path| {
+                weak.upgrade().is_some_and(|d| d.folder_trust(root).trusted)
+            }));
         daemon.note_policy_problems();
         daemon.apply_settings();
         daemon.watch_config();
@@ -249,6 +263,8 @@ impl Daemon {
         for root in roots {
             self.note_workspace_tool_problems(&root);
         }
+        // Hooks are read again at their next use.
+        self.hooks.invalidate();
         if let Some(runtime) = &self.runtime {
             let _inside = runtime.enter();
             self.discovery.reload_user();

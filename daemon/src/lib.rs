@@ -13,6 +13,7 @@ pub mod daemon;
 pub mod discovery;
 pub mod extensions;
 pub mod heap;
+pub mod hooks;
 pub mod jsonc;
 pub mod memory;
 pub mod model;

@@ -533,3 +533,53 @@ pub fn extension_info(
         problems: ext.problems.iter().map(ToString::to_string).collect(),
     }
 }
+
+/// One hook run as the session's `hookRun` event.
+pub fn hook_run(run: &crate::hooks::HookRun, call_id: Option<&str>) -> proto::event::EventPayload {
+    proto::event::EventPayload::HookRun {
+        event: run.event.name().to_owned(),
+        hook: run.name.clone(),
+        command: run.command.clone(),
+        source: run.source.clone(),
+        call_id: call_id.map(str::to_owned),
+        duration_ms: run.duration_ms,
+        decision: run.result.decision().to_owned(),
+        error: run.result.error.clone(),
+        system_message: run
+            .result
+            .output
+            .as_ref()
+            .and_then(|o| o.get("systemMessage"))
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned),
+    }
+}
+
+/// A workspace's hooks as `hooks.list` answers them.
+pub fn hook_list(
+    root: &std::path::Path,
+    set: &crate::hooks::HookSet,
+) -> geminid_protocol::hooks::HookList {
+    geminid_protocol::hooks::HookList {
+        cwd: root.display().to_string(),
+        enabled: set.enabled,
+        workspace_trusted: set.workspace_trusted,
+        hooks: set
+            .entries
+            .iter()
+            .map(|h| geminid_protocol::hooks::HookInfo {
+                event: h.event.name().to_owned(),
+                name: h.display_name().to_owned(),
+                command: h.command.clone(),
+                matcher: h.matcher.clone(),
+                sequential: h.sequential,
+                timeout_ms: h.timeout_ms,
+                description: h.description.clone(),
+                layer: h.source.layer.to_owned(),
+                source: h.source.file.clone(),
+                enabled: h.enabled,
+            })
+            .collect(),
+        problems: set.problems.clone(),
+    }
+}

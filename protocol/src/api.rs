@@ -407,6 +407,16 @@ pub trait GeminidApi {
         &self,
         cwd: Option<String>,
     ) -> RpcResult<Vec<crate::extension::ExtensionInfo>>;
+    /// `hooks.list {sessionId? | cwd?}`: the hooks a workspace's sessions
+    /// run (the session's workspace, else `cwd`, else the daemon's
+    /// directory), in the order they run, with the settings file each came
+    /// from, whether it is enabled, and what could not be read.
+    #[method(name = "hooks.list", param_kind = map)]
+    async fn list_hooks(
+        &self,
+        #[argument(rename = "sessionId")] session_id: Option<String>,
+        cwd: Option<String>,
+    ) -> RpcResult<crate::hooks::HookList>;
 }
 
 /// `session.prompt` with plain text, the common case.

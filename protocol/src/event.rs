@@ -160,6 +160,30 @@ pub enum EventPayload {
     /// The model set its todo list (`write_todos`): the whole list.
     #[serde(rename_all = "camelCase")]
     TodosUpdated { todos: Vec<crate::turn::TodoItem> },
+    /// A hook ran (settings `hooks`, Gemini CLI's contract): which one,
+    /// for which event, how long, and what it decided (`allow`, `deny`,
+    /// `ask`, `stop`, `error`).
+    #[serde(rename_all = "camelCase")]
+    HookRun {
+        /// `BeforeTool`, `AfterTool`, `Notification`, ...
+        event: String,
+        /// The hook's `name`, else its command.
+        hook: String,
+        command: String,
+        /// The settings file it came from.
+        source: String,
+        /// The call it ran for, for tool events and approval notices.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        duration_ms: u64,
+        decision: String,
+        /// Why it failed (timeout, crash, not JSON, exit status).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        /// The hook's `systemMessage`, for people.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        system_message: Option<String>,
+    },
 }
 
 /// The final notification of a subscription the daemon ends itself (the

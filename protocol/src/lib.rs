@@ -16,6 +16,7 @@ pub mod error;
 pub mod event;
 pub mod extension;
 pub mod framing;
+pub mod hooks;
 pub mod mcp;
 pub mod paths;
 pub mod policy;

@@ -565,6 +565,15 @@ impl Chat<'_> {
                 self.view
                     .print(&s.cyan(&crate::cli::render::todos_text(todos)));
             }
+            EventPayload::HookRun { decision, .. } => {
+                if let Some(line) = crate::command::hook_run_line(&event.payload) {
+                    let line = match decision.as_str() {
+                        "allow" => s.dim(&line),
+                        _ => s.yellow(&line),
+                    };
+                    self.view.print(&line);
+                }
+            }
         }
         if !self.caught_up && event.seq >= self.history_end {
             self.caught_up = true;

@@ -133,6 +133,17 @@ Examples:
   gemctl acp                # run by the editor, speaking ACP on stdin/stdout
   Zed settings.json: \"agent_servers\": {\"geminid\": {\"command\": \"gemctl\", \"args\": [\"acp\"]}}";
 
+pub const HOOKS: &str = "\
+Examples:
+  gemctl hooks list
+  gemctl hooks list --session 3f2a";
+
+pub const HOOKS_LIST: &str = "\
+Examples:
+  gemctl hooks list                 # the current directory's workspace
+  gemctl hooks list --cwd ~/src/app
+  gemctl --json hooks list --session 3f2a";
+
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;

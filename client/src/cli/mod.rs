@@ -11,6 +11,7 @@ mod confirm;
 mod daemon;
 mod examples;
 mod extensions;
+mod hooks;
 mod mcp;
 mod mcp_resources;
 mod memory;
@@ -70,6 +71,9 @@ enum Command {
     /// MCP servers and tool discovery (list, restart, rediscover, probe)
     #[command(subcommand, after_help = examples::MCP)]
     Mcp(mcp::McpCommand),
+    /// Hooks from the settings: what runs, from which file
+    #[command(subcommand, after_help = examples::HOOKS)]
+    Hooks(hooks::HooksCommand),
     /// The GEMINI.md memory a workspace's turns get
     #[command(subcommand, after_help = examples::MEMORY)]
     Memory(memory::MemoryCommand),
@@ -255,6 +259,7 @@ async fn dispatch(ctx: &Ctx, command: Command) -> Outcome {
         Command::Session(cmd) => session::run(ctx, cmd).await,
         Command::Policy(cmd) => policy::run(ctx, cmd).await,
         Command::Mcp(cmd) => mcp::run(ctx, cmd).await,
+        Command::Hooks(cmd) => hooks::run(ctx, cmd).await,
         Command::Memory(cmd) => memory::run(ctx, cmd).await,
         Command::Extensions(cmd) => extensions::run(ctx, cmd).await,
         Command::Sandbox(cmd) => sandbox::run(ctx, cmd).await,

@@ -3,6 +3,7 @@
 
 mod answer;
 mod error;
+mod hooks;
 mod mcp;
 mod mcp_resources;
 mod outbound;
@@ -411,6 +412,14 @@ impl GeminidApiServer for RpcHandler {
 
     async fn list_mcp(&self) -> RpcResult<McpList> {
         Ok(mcp::list(&self.daemon))
+    }
+
+    async fn list_hooks(
+        &self,
+        session_id: Option<String>,
+        cwd: Option<String>,
+    ) -> RpcResult<geminid_protocol::hooks::HookList> {
+        hooks::list(&self.daemon, session_id, cwd).await
     }
 
     async fn restart_mcp(&self, name: String) -> RpcResult<McpServerInfo> {

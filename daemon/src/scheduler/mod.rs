@@ -196,6 +196,18 @@ impl Scheduler {
         }
     }
 
+    /// A hook rewrote the arguments of a call being prepared; it is
+    /// prepared again with them.
+    pub fn rewrite_args(&mut self, call_id: &str, args: serde_json::Value) -> bool {
+        match self.calls.get_mut(call_id) {
+            Some(call) if call.state == CallState::Validating => {
+                call.args = args;
+                true
+            }
+            Some(_) | None => false,
+        }
+    }
+
     /// Output arrived from a running call.
     pub fn output(&mut self, call_id: &str, delta: String) -> Vec<Effect> {
         match self.calls.get(call_id) {

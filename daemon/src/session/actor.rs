@@ -59,6 +59,17 @@ pub(super) enum Internal {
         call_id: String,
         outcome: Result<crate::tools::ToolResult, crate::scheduler::CallError>,
     },
+    /// A call's BeforeTool hooks reported (`session/hooks.rs`).
+    BeforeTool {
+        call_id: String,
+        fired: crate::hooks::Fired,
+        args: serde_json::Value,
+    },
+    /// Hooks ran that only report (AfterTool, Notification).
+    HookRuns {
+        call_id: Option<String>,
+        runs: Vec<crate::hooks::HookRun>,
+    },
     /// A message from a running turn (`agent/turn.rs`).
     Turn {
         turn_id: String,
@@ -92,6 +103,8 @@ pub struct ActorDeps {
     pub discovery: Arc<crate::discovery::Discovery>,
     /// The daemon's places the sandbox hides or holds read-only.
     pub sandbox_places: Arc<crate::sandbox::DaemonPlaces>,
+    /// The hooks of each workspace's sessions.
+    pub hooks: Arc<crate::hooks::HookBook>,
 }
 
 pub(super) struct Actor {
@@ -130,6 +143,8 @@ pub(super) struct Actor {
     pub(super) call_turns: HashMap<String, String>,
     /// How the session leaves memory when idle (`idle.rs`).
     unloader: super::idle::Unloader,
+    /// What hooks did to the calls they ran for.
+    pub(super) call_hooks: HashMap<String, crate::hooks::tool::CallHooks>,
 }
 
 /// How `session.compress` is answered.
@@ -226,6 +241,7 @@ pub fn spawn(
         calling_turn: None,
         call_turns: HashMap::new(),
         unloader,
+        call_hooks: HashMap::new(),
     };
     tracker.spawn(async move {
         if fresh {
@@ -336,6 +352,7 @@ impl Actor {
             }
             Command::CancelAll { reply } => {
                 let count = self.scheduler.active().count() + usize::from(self.cancel_turn());
+                self.cancel_all_call_hooks();
                 let effects = self.scheduler.cancel_all("cancelled by a client");
                 self.apply(effects);
                 self.after_commit(move || {
@@ -464,6 +481,14 @@ impl Actor {
                     self.after_tool_ran(&call_id);
                 }
                 self.scheduler.finished(&call_id, outcome)
+            }
+            Internal::BeforeTool {
+                call_id,
+                fired,
+                args,
+            } => return self.before_tool_done(call_id, fired, args),
+            Internal::HookRuns { call_id, runs } => {
+                return self.emit_hook_runs(call_id.as_deref(), &runs);
             }
             Internal::Turn { turn_id, msg } => return self.on_turn(turn_id, msg),
         };

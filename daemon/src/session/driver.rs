@@ -77,6 +77,7 @@ impl Actor {
                 Err(SessionError::CallNotFound(call_id.to_owned()))
             };
         }
+        self.cancel_call_hooks(call_id);
         let effects = self.scheduler.cancel(call_id, "cancelled by a client");
         self.apply(effects);
         Ok(true)
@@ -219,6 +220,13 @@ impl Actor {
             Effect::Publish { call, output_delta } => {
                 let terminal = call.state.is_terminal();
                 let call_id = call.id.clone();
+                // A call starts waiting for a person: Notification hooks
+                // may page one.
+                if output_delta.is_none()
+                    && matches!(call.state, crate::scheduler::CallState::AwaitingApproval(_))
+                {
+                    self.notify_waiting(&call);
+                }
                 let snapshot = wire::into_snapshot(*call, output_delta);
                 // In-process waiters (turns) want the structured snapshot;
                 // the rest get the event's JSON, so the common case copies
@@ -244,6 +252,7 @@ impl Actor {
             Effect::Retire { call_id } => {
                 self.invocations.remove(&call_id);
                 self.call_turns.remove(&call_id);
+                self.call_hooks.remove(&call_id);
                 self.pending_open_call(&call_id, None);
                 let Final { event, snapshot } = self.finals.remove(&call_id).unwrap_or_default();
                 let waiters = self.waiters.remove(&call_id).unwrap_or_default();
@@ -271,9 +280,20 @@ impl Actor {
         }
     }
 
-    /// Validates the call, asks the policy and, when a person must decide,
-    /// builds the confirmation details in a task (they may read files).
+    /// Validates the call, runs its BeforeTool hooks (which may refuse or
+    /// rewrite it: then it is prepared again), asks the policy and, when a
+    /// person must decide, builds the confirmation details in a task (they
+    /// may read files).
     fn prepare(&mut self, call_id: String) {
+        self.prepare_checked(call_id, true);
+    }
+
+    /// Prepares a call whose BeforeTool hooks have answered.
+    pub(super) fn prepare_again(&mut self, call_id: String) {
+        self.prepare_checked(call_id, false);
+    }
+
+    fn prepare_checked(&mut self, call_id: String, hooks: bool) {
         let Some(call) = self.scheduler.call(&call_id) else {
             return;
         };
@@ -311,6 +331,15 @@ impl Actor {
                 return self.apply(effects);
             }
         };
+        if hooks {
+            let (name, args) = (call.name.clone(), call.args.clone());
+            if self.start_before_tool(&call_id, &name, &args) {
+                return;
+            }
+        }
+        let Some(call) = self.scheduler.call(&call_id) else {
+            return;
+        };
         let verdict = crate::policy::check_tool(
             &self.deps.policy.engine_for(&self.ctx.workspace_root),
             &self.deps.registry,
@@ -331,13 +360,24 @@ impl Actor {
             interactive: self.record.interactive,
         };
         let stricter = self.deps.guard.check(&facts, verdict.decision);
-        let (decision, reason) = match &stricter {
+        let (mut decision, mut reason) = match &stricter {
             Some(safety) => (safety.decision, safety.explain()),
             None => (verdict.decision, explain(&verdict)),
         };
-        let asked_by = stricter.map(|_| reason.clone());
+        let mut asked_by = stricter.map(|_| reason.clone());
         if verdict.grants_network() {
             invocation.grant_network();
+        }
+        // A hook's `ask` makes a person decide what the policy allowed; in
+        // a session nobody answers, that is a refusal.
+        if let (Some(why), Decision::Allow) = (self.hook_ask(&call_id), decision) {
+            if self.record.interactive {
+                decision = Decision::AskUser;
+                asked_by = Some(why);
+            } else {
+                decision = Decision::Deny;
+                reason = format!("{why}, and the session is not interactive");
+            }
         }
         match decision {
             Decision::Allow => {
@@ -392,6 +432,10 @@ impl Actor {
         let checkpoint = self.checkpoint_for(&call_id, invocation.as_ref());
         let token = self.cancel.child_token();
         self.running.insert(call_id.clone(), token.clone());
+        let after = match self.scheduler.call(&call_id).cloned() {
+            Some(call) => self.after_tool(&call, token.clone()),
+            None => None,
+        };
         let internal = self.internal.clone();
         let output = {
             let internal = internal.clone();
@@ -423,7 +467,10 @@ impl Actor {
             if let Some(checkpoint) = &checkpoint {
                 checkpoint.after();
             }
-            outcome
+            match after {
+                Some(after) => after.apply(outcome).await,
+                None => outcome,
+            }
         });
         // The first poll runs here, on the actor: a call that completes
         // without waiting (a small read) then finishes in this same step and

@@ -11,6 +11,7 @@
 mod actor;
 mod driver;
 mod handle;
+mod hooks;
 mod idle;
 mod manager;
 mod prompts;

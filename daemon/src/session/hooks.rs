@@ -1,0 +1,233 @@
+//! The actor's side of hooks: BeforeTool runs before a call's policy
+//! check (a rewrite is validated and checked by the policy again; a hook's
+//! `ask` makes a person decide, or refuses in a session nobody answers),
+//! AfterTool around a call's result, Notification when a call starts
+//! waiting for approval (in any session, attached or not). Every hook run
+//! is a `hookRun` event. Hook processes are killed when their call (or the
+//! session) is cancelled.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::actor::{Actor, Internal};
+use crate::hooks::tool::{self as hook_tool, Before, CallHooks};
+use crate::hooks::{Fired, HookEnv, HookEvent, HookRun, Subject};
+use crate::scheduler::{CallError, CallState, Prepared, ToolCall};
+use crate::tools::ToolResult;
+use crate::wire;
+
+impl Actor {
+    pub(super) fn hook_env(&self) -> HookEnv {
+        HookEnv {
+            session_id: self.record.id.clone(),
+            cwd: PathBuf::from(&self.record.cwd),
+            transcript_path: String::new(),
+            plans_dir: self.deps.shell_output.join(&self.record.id).join("plans"),
+        }
+    }
+
+    /// Starts the BeforeTool hooks of a call being prepared; `true` when
+    /// some run (the prepare resumes when they report).
+    pub(super) fn start_before_tool(&mut self, call_id: &str, name: &str, args: &Value) -> bool {
+        if self.call_hooks.get(call_id).is_some_and(|h| h.before_done) {
+            return false;
+        }
+        let set = self
+            .deps
+            .hooks
+            .for_root(std::path::Path::new(&self.record.cwd));
+        let Some(plan) = set.plan(HookEvent::BeforeTool, Subject::Tool(name)) else {
+            return false;
+        };
+        let cancel = self.cancel.child_token();
+        self.call_hooks.insert(
+            call_id.to_owned(),
+            CallHooks {
+                before_done: false,
+                ask: None,
+                modified: false,
+                cancel: cancel.clone(),
+            },
+        );
+        let env = self.hook_env();
+        let fields = hook_tool::before_input(name, args);
+        let internal = self.internal.clone();
+        let (call_id, args) = (call_id.to_owned(), args.clone());
+        self.tasks.spawn(async move {
+            let fired = crate::hooks::fire(&plan, &env, fields, &cancel).await;
+            let _ = internal.send(Internal::BeforeTool {
+                call_id,
+                fired,
+                args,
+            });
+        });
+        true
+    }
+
+    /// BeforeTool hooks reported: the call is refused, or prepared again
+    /// (with its new arguments) through validation and the policy.
+    pub(super) fn before_tool_done(&mut self, call_id: String, fired: Fired, args: Value) {
+        self.emit_hook_runs(Some(&call_id), &fired.runs);
+        let waiting = self
+            .scheduler
+            .call(&call_id)
+            .is_some_and(|c| c.state == CallState::Validating);
+        if !waiting {
+            self.call_hooks.remove(&call_id);
+            return;
+        }
+        let verdict = hook_tool::before(fired.merged.as_ref(), &args);
+        let refused = match verdict {
+            Before::Blocked(reason) => Some((reason, false)),
+            Before::Stopped(reason) => Some((reason, true)),
+            Before::Proceed { args: new, ask } => {
+                if let Some(state) = self.call_hooks.get_mut(&call_id) {
+                    state.before_done = true;
+                    state.ask = ask;
+                    state.modified = new.is_some();
+                }
+                if let Some(new) = new {
+                    self.scheduler.rewrite_args(&call_id, new);
+                }
+                None
+            }
+        };
+        match refused {
+            Some((reason, stop)) => {
+                self.call_hooks.remove(&call_id);
+                let effects = self
+                    .scheduler
+                    .prepared(&call_id, Prepared::Denied { reason });
+                self.apply(effects);
+                if stop {
+                    self.cancel_turn();
+                }
+            }
+            None => self.prepare_again(call_id),
+        }
+    }
+
+    /// Why a BeforeTool hook asked for this call, if one did.
+    pub(super) fn hook_ask(&self, call_id: &str) -> Option<String> {
+        self.call_hooks.get(call_id).and_then(|h| h.ask.clone())
+    }
+
+    /// Kills the hook processes of a call (cancelled).
+    pub(super) fn cancel_call_hooks(&mut self, call_id: &str) {
+        if let Some(state) = self.call_hooks.get(call_id) {
+            state.cancel.cancel();
+        }
+    }
+
+    /// Kills every running hook of the session's calls.
+    pub(super) fn cancel_all_call_hooks(&mut self) {
+        for state in self.call_hooks.values() {
+            state.cancel.cancel();
+        }
+    }
+
+    /// What a call's execution becomes with AfterTool hooks (and the note
+    /// of a BeforeTool rewrite) applied; `None` when nothing applies.
+    pub(super) fn after_tool(
+        &mut self,
+        call: &ToolCall,
+        cancel: CancellationToken,
+    ) -> Option<AfterTool> {
+        let modified = self.call_hooks.remove(&call.id).is_some_and(|h| h.modified);
+        let set = self
+            .deps
+            .hooks
+            .for_root(std::path::Path::new(&self.record.cwd));
+        let plan = set.plan(HookEvent::AfterTool, Subject::Tool(&call.name));
+        if plan.is_none() && !modified {
+            return None;
+        }
+        Some(AfterTool {
+            plan,
+            modified,
+            env: self.hook_env(),
+            name: call.name.clone(),
+            args: call.args.clone(),
+            call_id: call.id.clone(),
+            internal: self.internal.clone(),
+            cancel,
+        })
+    }
+
+    /// Fires Notification hooks for a call that just started waiting for
+    /// approval; they cannot answer it (0.61: observability only).
+    pub(super) fn notify_waiting(&mut self, call: &ToolCall) {
+        let CallState::AwaitingApproval(details) = &call.state else {
+            return;
+        };
+        let set = self
+            .deps
+            .hooks
+            .for_root(std::path::Path::new(&self.record.cwd));
+        let Some(plan) = set.plan(HookEvent::Notification, Subject::Trigger("ToolPermission"))
+        else {
+            return;
+        };
+        let fields = hook_tool::permission_input(&call.id, &call.name, details);
+        let env = self.hook_env();
+        let internal = self.internal.clone();
+        let call_id = call.id.clone();
+        let cancel = self.cancel.child_token();
+        self.tasks.spawn(async move {
+            let fired = crate::hooks::fire(&plan, &env, fields, &cancel).await;
+            let _ = internal.send(Internal::HookRuns {
+                call_id: Some(call_id),
+                runs: fired.runs,
+            });
+        });
+    }
+
+    pub(super) fn emit_hook_runs(&mut self, call_id: Option<&str>, runs: &[HookRun]) {
+        for run in runs {
+            if let Some(error) = &run.result.error {
+                tracing::warn!(
+                    session = %self.record.id,
+                    hook = %run.name,
+                    event = run.event.name(),
+                    "hook failed: {error}"
+                );
+            }
+            self.emit(wire::hook_run(run, call_id));
+        }
+    }
+}
+
+/// AfterTool's work for one call, carried into its execution task.
+pub(super) struct AfterTool {
+    plan: Option<crate::hooks::Plan>,
+    modified: bool,
+    env: HookEnv,
+    name: String,
+    args: Value,
+    call_id: String,
+    internal: tokio::sync::mpsc::UnboundedSender<Internal>,
+    cancel: CancellationToken,
+}
+
+impl AfterTool {
+    pub(super) async fn apply(
+        self,
+        outcome: Result<ToolResult, CallError>,
+    ) -> Result<ToolResult, CallError> {
+        let merged = match &self.plan {
+            Some(plan) if !self.cancel.is_cancelled() => {
+                let fields = hook_tool::after_input(&self.name, &self.args, &outcome);
+                let fired = crate::hooks::fire(plan, &self.env, fields, &self.cancel).await;
+                let _ = self.internal.send(Internal::HookRuns {
+                    call_id: Some(self.call_id.clone()),
+                    runs: fired.runs,
+                });
+                fired.merged
+            }
+            _ => None,
+        };
+        hook_tool::after(merged.as_ref(), self.modified, outcome)
+    }
+}
