@@ -56,6 +56,7 @@ fn main() {
     let work = tmp.path().join("repo");
     make_tree(&work);
     let store = CheckpointStore::new(tmp.path().join("checkpoints"));
+    let roots = vec![geminid::tools::PinnedRoot::open(&work).expect("pin the repository")];
     let session = "0".repeat(32);
     let mut times = Vec::with_capacity(n);
     for i in 0..n {
@@ -75,13 +76,16 @@ fn main() {
                 &format!("call-{seq}"),
                 Some("turn-1"),
                 "replace",
+                &roots,
                 &paths,
             )
             .expect("record");
         let before = start.elapsed();
         std::fs::write(&file, format!("edited {i}\n")).expect("edit");
         let start = Instant::now();
-        store.record_after(&session, seq, &paths).expect("after");
+        store
+            .record_after(&session, seq, &roots, &paths)
+            .expect("after");
         times.push(before + start.elapsed());
     }
     times.sort();

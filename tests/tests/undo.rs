@@ -383,3 +383,55 @@ async fn chat_lists_checkpoints_and_undoes_the_last_turn() {
     tmux.wait_for("a", "nothing to undo").await;
     tmux.line("a", "/quit");
 }
+
+/// A directory of the workspace swapped for a link to elsewhere after the
+/// edit, with the same bytes waiting there (so the file looks untouched):
+/// undo, even forced, writes and removes nothing outside. Every step of a
+/// restore goes from the pinned root's descriptor, never by path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undo_never_writes_through_a_directory_swapped_for_a_link() {
+    let (d, _fake) = daemon_with(vec![
+        gemini::call_reply(&[
+            (
+                "write_file",
+                json!({"file_path": "{WS}/sub/kept.txt", "content": "edited\n"}),
+            ),
+            (
+                "write_file",
+                json!({"file_path": "{WS}/sub/made.txt", "content": "made\n"}),
+            ),
+        ]),
+        gemini::answer(&["done"]),
+    ])
+    .await;
+    let ws = d.workspace.clone();
+    std::fs::create_dir(ws.join("sub")).unwrap();
+    std::fs::write(ws.join("sub/kept.txt"), "original\n").unwrap();
+    let c = d.client().await;
+    let session = yolo_session(&c, &ws).await;
+    finished_ok(&run_turn(&c, &session, "edit").await);
+
+    // Outside: the same bytes the edits left, so nothing looks changed.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("kept.txt"), "edited\n").unwrap();
+    std::fs::write(outside.path().join("made.txt"), "made\n").unwrap();
+    std::fs::rename(ws.join("sub"), ws.join("sub-moved")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), ws.join("sub")).unwrap();
+
+    for args in [
+        vec!["undo", "--session", session.as_str()],
+        vec!["undo", "--session", session.as_str(), "--force"],
+    ] {
+        let (status, out, err) = gemctl(&d, &args);
+        assert_ne!(status, 0, "undo went through a link: {out} {err}");
+        assert_eq!(
+            std::fs::read_to_string(outside.path().join("kept.txt")).unwrap(),
+            "edited\n",
+            "a file outside was overwritten"
+        );
+        assert!(
+            outside.path().join("made.txt").exists(),
+            "a file outside was removed"
+        );
+    }
+}

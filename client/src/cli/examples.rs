@@ -133,6 +133,21 @@ Examples:
   gemctl acp                # run by the editor, speaking ACP on stdin/stdout
   Zed settings.json: \"agent_servers\": {\"geminid\": {\"command\": \"gemctl\", \"args\": [\"acp\"]}}";
 
+pub const CHECKPOINTS: &str = "\
+Examples:
+  gemctl checkpoints                   # the most recently active session here
+  gemctl checkpoints --session $S";
+
+pub const RESTORE: &str = "\
+Examples:
+  gemctl restore turn-3 --session $S   # turn 3's edits and every later one taken back
+  gemctl restore call-2 --force        # overwrite files changed on disk since";
+
+pub const FORK: &str = "\
+Examples:
+  F=$(gemctl fork --session $S)        # a new session with the whole conversation
+  gemctl fork --session $S --at-turn turn-2";
+
 pub const HOOKS: &str = "\
 Examples:
   gemctl hooks list

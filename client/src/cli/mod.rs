@@ -171,12 +171,14 @@ enum Command {
         force: bool,
     },
     /// List the points a session can go back to (turns with edits)
+    #[command(after_help = examples::CHECKPOINTS)]
     Checkpoints {
         #[arg(long)]
         session: Option<String>,
     },
     /// Go back to a checkpoint: its edits and every later one are taken
     /// back, and the conversation goes on from before it
+    #[command(after_help = examples::RESTORE)]
     Restore {
         #[arg(long)]
         session: Option<String>,
@@ -186,6 +188,7 @@ enum Command {
         force: bool,
     },
     /// Start a new session from a point of an existing one; prints its id
+    #[command(after_help = examples::FORK)]
     Fork {
         #[arg(long)]
         session: Option<String>,

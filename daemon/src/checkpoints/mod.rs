@@ -19,6 +19,7 @@ mod outcome;
 pub mod plan;
 pub mod record;
 
+use crate::tools::PinnedRoot;
 use std::collections::BTreeMap;
 use std::io::{ErrorKind, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -70,15 +71,23 @@ impl CheckpointStore {
         call_id: &str,
         turn_id: Option<&str>,
         tool: &str,
+        roots: &[PinnedRoot],
         paths: &[PathBuf],
     ) -> Result<(), CheckpointError> {
         let mut files = Vec::with_capacity(paths.len());
         for path in paths {
-            match std::fs::metadata(path) {
+            // Only what lies beneath the session's roots is kept (edit
+            // tools write nowhere else), and it is read from the pinned
+            // root's descriptor: a directory swapped for a link cannot make
+            // a checkpoint hold a file from outside.
+            let Ok(root) = root_of(roots, path) else {
+                continue;
+            };
+            match crate::tools::path::metadata_confined(root, path) {
                 Ok(meta) if meta.is_dir() => continue,
                 Ok(meta) => files.push(FileBefore {
                     path: path.clone(),
-                    bytes: Some(std::fs::read(path).map_err(io(path))?),
+                    bytes: Some(crate::tools::path::read_confined(root, path).map_err(io(path))?),
                     mode: Some(meta.permissions().mode() & 0o7777),
                 }),
                 Err(e) if e.kind() == ErrorKind::NotFound => files.push(FileBefore {
@@ -110,14 +119,18 @@ impl CheckpointStore {
         &self,
         session: &str,
         seq: u64,
+        roots: &[PinnedRoot],
         paths: &[PathBuf],
     ) -> Result<(), CheckpointError> {
         let mut files = Vec::with_capacity(paths.len());
         for path in paths {
             let Some(text) = path.to_str() else { continue };
+            if root_of(roots, path).is_err() {
+                continue;
+            }
             files.push(FileAfter {
                 path: text.to_owned(),
-                sha256: read_current(path)?.as_deref().map(record::sha256),
+                sha256: read_current(roots, path)?.as_deref().map(record::sha256),
             });
         }
         let json = serde_json::to_vec(&files).map_err(|e| CheckpointError(e.to_string()))?;
@@ -281,9 +294,22 @@ impl CheckpointStore {
     }
 }
 
-/// The file's bytes now (`None`: there is none).
-pub fn read_current(path: &Path) -> Result<Option<Vec<u8>>, CheckpointError> {
-    match std::fs::read(path) {
+/// The session root `path` lies beneath (spelled under its path).
+fn root_of<'a>(roots: &'a [PinnedRoot], path: &Path) -> Result<&'a PinnedRoot, CheckpointError> {
+    roots.iter().find(|r| r.contains(path)).ok_or_else(|| {
+        CheckpointError(format!(
+            "{}: not beneath the session's workspace roots",
+            path.display()
+        ))
+    })
+}
+
+/// The file's bytes now (`None`: there is none), read from the pinned
+/// root's descriptor (symlinks inside the workspace followed, none that
+/// leads outside).
+pub fn read_current(roots: &[PinnedRoot], path: &Path) -> Result<Option<Vec<u8>>, CheckpointError> {
+    let root = root_of(roots, path)?;
+    match crate::tools::path::read_confined(root, path) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e) if e.kind() == ErrorKind::NotFound => Ok(None),
         Err(e) => Err(io(path)(e)),
@@ -291,24 +317,46 @@ pub fn read_current(path: &Path) -> Result<Option<Vec<u8>>, CheckpointError> {
 }
 
 /// Puts `plan`'s target back: the bytes (and mode) through a temporary
-/// file renamed over the path, or no file. A directory now at the path is
-/// left alone (an error).
-pub fn put_back(plan: &FilePlan) -> Result<(), CheckpointError> {
+/// file renamed over the path, or no file; every step from the pinned
+/// root's descriptor, never by path, so a directory swapped for a link
+/// since the edit makes the restore fail instead of writing elsewhere. A
+/// directory now at the path is left alone (an error).
+pub fn put_back(roots: &[PinnedRoot], plan: &FilePlan) -> Result<(), CheckpointError> {
+    use rustix::fs::{AtFlags, Mode, OFlags};
     let path = &plan.path;
+    let root = root_of(roots, path)?;
     match &plan.target {
-        None => match std::fs::remove_file(path) {
-            Ok(()) => Ok(()),
-            Err(e) if e.kind() == ErrorKind::NotFound => Ok(()),
-            Err(e) => Err(io(path)(e)),
-        },
-        Some(bytes) => {
-            if let Some(parent) = path.parent() {
-                std::fs::create_dir_all(parent).map_err(io(parent))?;
+        None => {
+            let (Some(parent), Some(name)) = (path.parent(), path.file_name()) else {
+                return Err(CheckpointError(format!("{}: no file name", path.display())));
+            };
+            let dir = match crate::tools::path::open_confined(
+                root,
+                parent,
+                OFlags::PATH | OFlags::DIRECTORY,
+            ) {
+                Ok(dir) => dir,
+                Err(e) if e.kind() == ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(io(parent)(e)),
+            };
+            match rustix::fs::unlinkat(&dir, name, AtFlags::empty()) {
+                Ok(()) | Err(rustix::io::Errno::NOENT) => Ok(()),
+                Err(e) => Err(io(path)(e.into())),
             }
-            write_whole(path, bytes)?;
+        }
+        Some(bytes) => {
+            let gate = crate::tools::builtin::common::CommitGate::default();
+            crate::tools::builtin::atomic_write::atomic_write_in(root, path, bytes, &gate)
+                .map_err(|e| CheckpointError(format!("{}: {}", path.display(), e.message)))?;
             if let Some(mode) = plan.mode {
-                std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-                    .map_err(io(path))?;
+                let file = crate::tools::path::open_confined(
+                    root,
+                    path,
+                    OFlags::RDONLY | OFlags::NONBLOCK,
+                )
+                .map_err(io(path))?;
+                rustix::fs::fchmod(&file, Mode::from_raw_mode(mode))
+                    .map_err(|e| io(path)(e.into()))?;
             }
             Ok(())
         }

@@ -14,7 +14,10 @@
 //! missing`, `tools/builtin/shell_sandbox.rs`).
 
 use std::io;
+use std::os::fd::{AsFd, OwnedFd};
 use std::path::{Path, PathBuf};
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
 /// What one root needs beyond the plan.
 #[derive(Debug, Default)]
@@ -26,50 +29,72 @@ pub struct RootGuard {
 }
 
 /// Prepares the instruction places of `roots` (see the module comment).
+/// Each root is opened without following a symlink and everything below
+/// is made and looked at relative to that descriptor, never by path: a
+/// root swapped for a link to elsewhere fails here instead of getting a
+/// `.gemini` made in the place the link points to.
 pub fn guard(roots: &[PathBuf]) -> io::Result<RootGuard> {
     let mut out = RootGuard::default();
     for root in roots {
-        let gemini = root.join(".gemini");
-        if is_missing(&gemini)? {
-            create_dir(&gemini)?;
+        let dir = open_dir(rustix::fs::CWD, root).map_err(|e| {
+            io::Error::new(
+                e.kind(),
+                format!(
+                    "cannot open the root {} as a directory: {e}",
+                    root.display()
+                ),
+            )
+        })?;
+        if is_missing(&dir, ".gemini")? {
+            create_dir(&dir, ".gemini")?;
         }
         let git = root.join(".git");
-        match std::fs::symlink_metadata(&git) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => out.absent.push(git),
-            Err(e) => return Err(e),
-            Ok(meta) if meta.is_dir() => {
-                let hooks = git.join("hooks");
-                if is_missing(&hooks)? {
-                    create_dir(&hooks)?;
+        match rustix::fs::statat(&dir, ".git", AtFlags::SYMLINK_NOFOLLOW) {
+            Err(rustix::io::Errno::NOENT) => out.absent.push(git),
+            Err(e) => return Err(e.into()),
+            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Directory => {
+                let git_dir = open_dir(&dir, Path::new(".git"))?;
+                if is_missing(&git_dir, "hooks")? {
+                    create_dir(&git_dir, "hooks")?;
                 }
-                if is_missing(&git.join("config"))? {
+                if is_missing(&git_dir, "config")? {
                     out.hold.push(git);
                 }
             }
             // A `.git` file is held by the plan (`read_only_files`); a
             // symlink is held where it points.
-            Ok(meta) if meta.file_type().is_symlink() => out.hold.push(git),
+            Ok(st) if FileType::from_raw_mode(st.st_mode) == FileType::Symlink => {
+                out.hold.push(git)
+            }
             Ok(_) => {}
         }
     }
     Ok(out)
 }
 
-fn is_missing(path: &Path) -> io::Result<bool> {
-    match std::fs::symlink_metadata(path) {
+/// A directory opened beneath `at`, its last component not followed.
+fn open_dir<Fd: AsFd>(at: Fd, path: &Path) -> io::Result<OwnedFd> {
+    Ok(rustix::fs::openat(
+        at,
+        path,
+        OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)
+}
+
+fn is_missing(dir: &OwnedFd, name: &str) -> io::Result<bool> {
+    match rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) {
         Ok(_) => Ok(false),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(true),
-        Err(e) => Err(e),
+        Err(rustix::io::Errno::NOENT) => Ok(true),
+        Err(e) => Err(e.into()),
     }
 }
 
-/// `mkdir` of the last component only (its parent was checked to be a
-/// real directory or is the root); one that appeared meanwhile is fine.
-fn create_dir(path: &Path) -> io::Result<()> {
-    match std::fs::create_dir(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
-        Err(e) => Err(e),
+/// `mkdir` of one name in `dir`; one that appeared meanwhile is fine.
+fn create_dir(dir: &OwnedFd, name: &str) -> io::Result<()> {
+    match rustix::fs::mkdirat(dir, name, Mode::from_raw_mode(0o755)) {
+        Ok(()) | Err(rustix::io::Errno::EXIST) => Ok(()),
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -99,5 +124,16 @@ mod tests {
         }
         assert!(!plain.join(".git").exists());
         assert_eq!(g.absent, vec![plain.join(".git")]);
+    }
+
+    #[test]
+    fn a_root_swapped_for_a_link_gets_nothing_made_where_it_points() {
+        let tmp = tempfile::tempdir().unwrap();
+        let outside = tmp.path().join("outside");
+        std::fs::create_dir(&outside).unwrap();
+        let root = tmp.path().join("ws");
+        std::os::unix::fs::symlink(&outside, &root).unwrap();
+        assert!(guard(std::slice::from_ref(&root)).is_err());
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
     }
 }

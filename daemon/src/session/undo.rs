@@ -27,6 +27,7 @@ pub(super) struct PendingCheckpoint {
     call_id: String,
     turn_id: Option<String>,
     tool: String,
+    roots: Vec<crate::tools::PinnedRoot>,
     paths: Vec<PathBuf>,
 }
 
@@ -38,6 +39,7 @@ impl PendingCheckpoint {
             &self.call_id,
             self.turn_id.as_deref(),
             &self.tool,
+            &self.roots,
             &self.paths,
         )
     }
@@ -45,7 +47,7 @@ impl PendingCheckpoint {
     pub(super) fn after(&self) {
         if let Err(e) = self
             .store
-            .record_after(&self.session, self.seq, &self.paths)
+            .record_after(&self.session, self.seq, &self.roots, &self.paths)
         {
             // Without it a restore takes these files for changed by
             // someone else, and asks: stricter, never looser.
@@ -82,6 +84,7 @@ impl Actor {
             call_id: call_id.to_owned(),
             turn_id: self.call_turns.get(call_id).cloned(),
             tool: call.name.clone(),
+            roots: self.ctx.roots().to_vec(),
             paths,
         })
     }
@@ -157,7 +160,7 @@ impl Actor {
         let mut actions = Vec::with_capacity(plan.files.len());
         let mut conflicts = Vec::new();
         for file in &plan.files {
-            let current = read_current(&file.path).map_err(store_error)?;
+            let current = read_current(self.ctx.roots(), &file.path).map_err(store_error)?;
             let action = file.action(current.as_deref());
             if action == FileAction::Conflict {
                 conflicts.push(Conflict {
@@ -182,7 +185,7 @@ impl Actor {
                 done.unchanged.push(file.path.clone());
                 continue;
             }
-            crate::checkpoints::put_back(file).map_err(store_error)?;
+            crate::checkpoints::put_back(self.ctx.roots(), file).map_err(store_error)?;
             match file.target {
                 Some(_) => done.restored.push(file.path.clone()),
                 None => done.removed.push(file.path.clone()),

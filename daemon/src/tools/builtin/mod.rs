@@ -9,7 +9,7 @@ use super::{contract, path};
 
 use contract::Tool;
 
-mod atomic_write;
+pub(crate) mod atomic_write;
 pub mod cached_walk;
 pub mod common;
 pub mod diff;
@@ -102,11 +102,11 @@ mod tests {
                 assert!(props.contains_key(r.as_str().unwrap()), "{}: {r}", t.name());
             }
         }
-        assert_eq!(names.len(), 11);
+        assert_eq!(names.len(), 12);
         assert!(names.contains("google_web_search"));
         config.gemini.api_key = None;
         let without: Vec<_> = all(&config).iter().map(|t| t.name().to_owned()).collect();
-        assert_eq!(without.len(), 10);
+        assert_eq!(without.len(), 11);
         assert!(!without.iter().any(|n| n == "google_web_search"));
     }
 }
