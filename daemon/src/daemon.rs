@@ -263,8 +263,10 @@ impl Daemon {
         for root in roots {
             self.note_workspace_tool_problems(&root);
         }
-        // Hooks are read again at their next use.
+        // Hooks and the sandbox of servers' commands are read again at
+        // their next use.
         self.hooks.invalidate();
+        crate::discovery::jail::invalidate();
         if let Some(runtime) = &self.runtime {
             let _inside = runtime.enter();
             self.discovery.reload_user();

@@ -123,9 +123,28 @@ impl ServerJail {
 /// Where the settings are and the daemon's places, set once at start.
 static DAEMON: OnceLock<(PathBuf, Arc<DaemonPlaces>)> = OnceLock::new();
 
+/// The user's settings as last read: a server that keeps failing is
+/// started again and again, and an idle daemon reads no configuration
+/// file, so they are read once per change (the daemon's watcher calls
+/// [`invalidate`]).
+static SETTINGS: std::sync::Mutex<Option<crate::tools::ToolSettings>> =
+    std::sync::Mutex::new(None);
+
 /// Remembers the user's settings file and the daemon's places (once).
 pub fn init(user_settings: PathBuf, places: Arc<DaemonPlaces>) {
     let _ = DAEMON.set((user_settings, places));
+}
+
+/// The settings changed: the next command reads them again.
+pub fn invalidate() {
+    *SETTINGS.lock().unwrap_or_else(|e| e.into_inner()) = None;
+}
+
+fn settings(user_settings: &Path) -> crate::tools::ToolSettings {
+    let mut cached = SETTINGS.lock().unwrap_or_else(|e| e.into_inner());
+    cached
+        .get_or_insert_with(|| crate::tools::ToolSettings::load(user_settings).0)
+        .clone()
 }
 
 /// What one command gets: the child's side, or a note when a sandbox was
@@ -149,7 +168,7 @@ pub fn prepare(
         // Only in tests that build discovery without a daemon.
         return Ok(Applied::default());
     };
-    let (settings, _problems) = crate::tools::ToolSettings::load(user_settings);
+    let settings = settings(user_settings);
     let mut sandbox = SessionSandbox {
         settings: settings.sandbox,
         override_mode: None,
