@@ -111,6 +111,9 @@ pub struct Redaction {
     pub allowed: BTreeSet<String>,
     /// `security.environmentVariableRedaction.blocked`: never passed.
     pub blocked: BTreeSet<String>,
+    /// `advanced.excludedEnvVars` (none: 0.61's default, `DEBUG`,
+    /// `DEBUG_MODE`): what a project's `.env` may not give a child.
+    pub excluded_env_vars: Option<Vec<String>>,
 }
 
 impl Redaction {
@@ -131,6 +134,27 @@ impl Redaction {
         Redaction {
             allowed: list("allowed"),
             blocked: list("blocked"),
+            excluded_env_vars: settings
+                .pointer("/advanced/excludedEnvVars")
+                .and_then(Value::as_array)
+                .map(|a| {
+                    a.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                }),
+        }
+    }
+
+    /// The variables a project's `.env` may not set (0.61 compares them
+    /// as written).
+    pub fn excluded(&self) -> Vec<String> {
+        match &self.excluded_env_vars {
+            Some(list) => list.clone(),
+            None => crate::model::dotenv::DEFAULT_EXCLUDED
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect(),
         }
     }
 
@@ -192,21 +216,34 @@ pub fn for_child() -> Vec<(OsString, OsString)> {
 /// of `.gemini/.env`, `.env` upwards, then `~/.gemini/.env`, `~/.env`;
 /// `model/dotenv.rs`), each variable only where the daemon's environment
 /// has none (0.61 never overrides one), a project file's excluded
-/// variables (`DEBUG`, `DEBUG_MODE`) and the ones that make a child run
+/// variables (`advanced.excludedEnvVars`, default `DEBUG`, `DEBUG_MODE`) and the ones that make a child run
 /// other code (`BASH_ENV`, `LD_PRELOAD`...) left out, then sanitized like
 /// the rest. Read at each call: nothing of one workspace stays for the next.
 pub fn for_child_in(workspace: &std::path::Path) -> Vec<(OsString, OsString)> {
+    with_dotenv(|home| crate::model::dotenv::find(workspace, home))
+}
+
+/// The environment of a child of no workspace (a user or extension MCP
+/// server): the daemon's, plus the user's own `.env` (`~/.gemini/.env`,
+/// then `~/.env`) as [`for_child_in`] adds a workspace's, sanitized.
+pub fn for_user() -> Vec<(OsString, OsString)> {
+    with_dotenv(crate::model::dotenv::find_home)
+}
+
+/// The daemon's environment plus the `.env` file `find` picks (from the
+/// home directory), sanitized. Read now: nothing stays for the next child.
+fn with_dotenv(
+    find: impl FnOnce(&std::path::Path) -> Option<std::path::PathBuf>,
+) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    let redaction = CURRENT.read().unwrap_or_else(|e| e.into_inner()).clone();
     let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
     let file = home
         .as_deref()
-        .and_then(|home| crate::model::dotenv::find(workspace, home).map(|f| (f, home)))
+        .and_then(|home| find(home).map(|f| (f, home)))
         .and_then(|(f, home)| crate::model::dotenv::read(&f, home).ok());
     if let Some(file) = file {
-        let excluded: Vec<String> = crate::model::dotenv::DEFAULT_EXCLUDED
-            .iter()
-            .map(|s| (*s).to_owned())
-            .collect();
+        let excluded = redaction.excluded();
         for (key, _) in &file.vars {
             if is_dangerous_override(key) || env.iter().any(|(k, _)| k == key.as_str()) {
                 continue;
@@ -216,10 +253,7 @@ pub fn for_child_in(workspace: &std::path::Path) -> Vec<(OsString, OsString)> {
             }
         }
     }
-    CURRENT
-        .read()
-        .unwrap_or_else(|e| e.into_inner())
-        .sanitize(env)
+    redaction.sanitize(env)
 }
 
 /// Whether `key=value` is kept from children under the opt-outs in force.
@@ -273,6 +307,16 @@ pub fn is_dangerous_override(key: &str) -> bool {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn excluded_env_vars_replace_the_default_as_0_61_reads_them() {
+        let r = Redaction::from_settings(&json!({}));
+        assert_eq!(r.excluded(), vec!["DEBUG", "DEBUG_MODE"]);
+        let r = Redaction::from_settings(&json!({"advanced": {"excludedEnvVars": ["NODE_ENV"]}}));
+        assert_eq!(r.excluded(), vec!["NODE_ENV"]);
+        let r = Redaction::from_settings(&json!({"advanced": {"excludedEnvVars": []}}));
+        assert!(r.excluded().is_empty());
+    }
 
     #[test]
     fn secrets_go_ordinary_variables_stay() {

@@ -106,6 +106,16 @@ impl ServerJail {
         }
     }
 
+    /// The environment the server starts with: its workspace's `.env`
+    /// for a workspace server, the user's own for the others
+    /// (`child_env.rs`), sanitized; its entry's `env` goes on top.
+    pub fn child_env(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        match self.roots.first() {
+            Some(workspace) => crate::child_env::for_child_in(workspace),
+            None => crate::child_env::for_user(),
+        }
+    }
+
     /// Puts the sandbox on `command` (unless the entry opted out); an
     /// error means the server must not start.
     pub fn apply(&self, command: &mut tokio::process::Command) -> Result<Option<String>, String> {

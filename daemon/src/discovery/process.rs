@@ -20,7 +20,9 @@ pub struct Finished {
 }
 
 /// Runs `sh -c script` (plus `args` as `$1`...) in `cwd` in a new process
-/// group, with `stdin` written and closed, until exit, `timeout` or `cancel`.
+/// group, with `stdin` written and closed, until exit, `timeout` or `cancel`;
+/// its environment is `cwd`'s (`child_env::for_child_in`: the `.env` 0.61
+/// reads there, sanitized).
 pub async fn run(
     script: &str,
     args: &[&str],
@@ -38,7 +40,7 @@ pub async fn run(
         .arg("sh")
         .args(args)
         .env_clear()
-        .envs(crate::child_env::for_child())
+        .envs(crate::child_env::for_child_in(cwd))
         .current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -116,11 +116,16 @@ impl MemoryCache {
             .clone()
             .map(|f| f(workspace))
             .unwrap_or_default();
+        let include_dirs = crate::tools::include_dirs::memory_dirs(
+            &self.user_gemini_dir.join("settings.json"),
+            workspace,
+        );
         let memory = Arc::new(load(
             workspace,
             &self.user_gemini_dir,
             &names,
             extension_files,
+            include_dirs,
         ));
         *entry.watcher.lock().unwrap_or_else(|e| e.into_inner()) = watch(
             workspace,

@@ -54,6 +54,10 @@ pub struct LoadOptions {
     /// Context files of the enabled extensions: after the global files,
     /// before the workspace's (0.61's order).
     pub extension_files: Vec<PathBuf>,
+    /// Include directories whose memory files load after the workspace's
+    /// (`context.loadMemoryFromIncludeDirectories`), each searched as a
+    /// workspace is.
+    pub include_dirs: Vec<PathBuf>,
 }
 
 /// Load the memory for `workspace` from the real file system.
@@ -63,9 +67,11 @@ pub fn load(
     user_gemini_dir: &Path,
     file_names: &[String],
     extension_files: Vec<PathBuf>,
+    include_dirs: Vec<PathBuf>,
 ) -> Memory {
     let mut options = LoadOptions {
         extension_files,
+        include_dirs,
         ..LoadOptions::default()
     };
     if !file_names.is_empty() {
@@ -92,6 +98,13 @@ pub fn load_with(
     for (i, extra) in options.extension_files.iter().enumerate() {
         if !paths.contains(extra) {
             paths.insert(globals + i, extra.clone());
+        }
+    }
+    for dir in &options.include_dirs {
+        for found in discover(dir, user_gemini_dir, &options.discovery) {
+            if !paths.contains(&found) {
+                paths.push(found);
+            }
         }
     }
     for path in paths {

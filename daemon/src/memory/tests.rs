@@ -282,7 +282,13 @@ fn load_merges_files_with_imports_and_headers() -> TestResult {
     sb.write("home/proj/docs/style.md", "Style @./more.md")?;
     sb.write("home/proj/docs/more.md", "More")?;
     sb.write("home/proj/sub/GEMINI.md", " \n\t")?;
-    let memory = load(&sb.path("home/proj"), &sb.gemini_dir(), &[], Vec::new());
+    let memory = load(
+        &sb.path("home/proj"),
+        &sb.gemini_dir(),
+        &[],
+        Vec::new(),
+        Vec::new(),
+    );
 
     let files: Vec<String> = memory.files.iter().map(|f| sb.rel(&f.path)).collect();
     assert_eq!(
@@ -344,6 +350,7 @@ fn empty_workspace_gives_empty_memory() -> TestResult {
         &sb.path("ws"),
         &sb.gemini_dir(),
         &["GEMINI.md".to_string()],
+        Vec::new(),
         Vec::new(),
     );
     assert_eq!(memory, Memory::default());

@@ -80,6 +80,12 @@ pub fn find(workspace: &Path, home: &Path) -> Option<PathBuf> {
         }
         dir = current.parent();
     }
+    find_home(home)
+}
+
+/// The user's own file 0.61 falls back to (`~/.gemini/.env`, then
+/// `~/.env`): what a child of no workspace gets (a user-scope MCP server).
+pub fn find_home(home: &Path) -> Option<PathBuf> {
     [home.join(".gemini").join(".env"), home.join(".env")]
         .into_iter()
         .find(|p| p.is_file())

@@ -47,6 +47,24 @@ pub fn load_memory(settings: &serde_json::Value) -> bool {
         .unwrap_or(false)
 }
 
+/// The include directories whose memory files load too (0.61's
+/// `context.loadMemoryFromIncludeDirectories`): those [`pin`] accepts,
+/// when the user's settings ask for it; none otherwise.
+pub fn memory_dirs(user_settings: &Path, workspace: &Path) -> Vec<PathBuf> {
+    let asked = std::fs::read_to_string(user_settings)
+        .ok()
+        .and_then(|t| crate::jsonc::parse(&t).ok())
+        .is_some_and(|settings| load_memory(&settings));
+    if !asked {
+        return Vec::new();
+    }
+    pin(user_settings, workspace)
+        .0
+        .iter()
+        .map(|root| root.path().to_path_buf())
+        .collect()
+}
+
 /// Reads the user's settings file and pins each include directory; the
 /// problems say which were left out and why.
 pub fn pin(user_settings: &Path, workspace: &Path) -> (Vec<PinnedRoot>, Vec<String>) {

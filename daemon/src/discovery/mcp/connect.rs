@@ -353,11 +353,16 @@ async fn connect_inner(
             cwd,
         } => {
             let mut cmd = tokio::process::Command::new(command);
-            // The daemon's environment without its secrets, then the
-            // server's own `env` (which may name secrets on purpose).
+            // The daemon's environment and the `.env` of the server's
+            // scope without secrets, then the server's own `env` (which
+            // may name secrets on purpose).
+            let base = match &handler.0.jail {
+                Some(jail) => jail.child_env(),
+                None => crate::child_env::for_user(),
+            };
             cmd.args(args)
                 .env_clear()
-                .envs(crate::child_env::for_child())
+                .envs(base)
                 .envs(env)
                 .process_group(0)
                 .kill_on_drop(true)
