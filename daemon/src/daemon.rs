@@ -414,6 +414,8 @@ impl Daemon {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(root.to_path_buf());
+        // Every open workspace is a root of the user's MCP servers.
+        self.discovery.mcp.root_opened(root);
         if let Some(watch) = self
             .config_watch
             .lock()

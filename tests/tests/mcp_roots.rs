@@ -1,0 +1,77 @@
+//! MCP roots through the daemon, with server-everything's
+//! `get-roots-list`: a user server is told every workspace the sessions
+//! opened, and told again (`notifications/roots/list_changed`) when one
+//! more is opened.
+
+mod peers;
+
+use std::time::{Duration, Instant};
+
+use geminid_protocol::api::GeminidApiClient;
+use geminid_protocol::session::ApprovalMode;
+use geminid_protocol::tool::CallState;
+use peers::*;
+use serde_json::{Value, json};
+
+fn text(result: &Value) -> String {
+    result["llmContent"]
+        .as_array()
+        .expect("parts")
+        .iter()
+        .filter_map(|p| p["text"].as_str())
+        .collect()
+}
+
+async fn roots_seen(c: &geminid_tests::Client, sid: &str) -> String {
+    let listed = run(c, sid, "everything__get-roots-list", json!({})).await;
+    assert_eq!(listed.state, CallState::Success, "{listed:#?}");
+    text(&result_json(&listed))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_user_server_sees_every_open_workspace_and_hears_of_a_new_one() {
+    let p = peers();
+    let d = daemon_with_settings(&json!({"mcpServers": {
+        "everything": {"command": everything(&p)}
+    }}));
+    let c = d.client().await;
+    connected(&c, &["everything"]).await;
+    let sid = session(&c, &d, ApprovalMode::Yolo).await;
+    let first = format!("file://{}", d.workspace.display());
+    let seen = roots_seen(&c, &sid).await;
+    assert!(seen.contains("Current MCP Roots (1 total)"), "{seen}");
+    assert!(seen.contains(&format!("URI: {first}\n")), "{seen}");
+
+    // A session in a second folder: the server is told, asks again, and
+    // then knows both.
+    let other = d.dir.path().join("second project");
+    std::fs::create_dir_all(&other).expect("second workspace");
+    let other = other.canonicalize().expect("canonical");
+    c.create_session(
+        other.display().to_string(),
+        Some(ApprovalMode::Yolo),
+        None,
+        Some(false),
+        None,
+        None,
+        None,
+    )
+    .await
+    .expect("second session");
+    let second = format!("file://{}", other.display()).replace(' ', "%20");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let seen = roots_seen(&c, &sid).await;
+        if seen.contains("Current MCP Roots (2 total)") {
+            assert!(seen.contains(&format!("URI: {first}\n")), "{seen}");
+            assert!(seen.contains(&format!("URI: {second}\n")), "{seen}");
+            assert!(seen.contains("second project"), "{seen}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never told of the second root: {seen}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
