@@ -414,8 +414,14 @@ impl Daemon {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(root.to_path_buf());
-        // Every open workspace is a root of the user's MCP servers.
-        self.discovery.mcp.root_opened(root);
+        // Every open workspace (with the include directories its
+        // sessions get) is a root of the user's MCP servers.
+        let (includes, _) = crate::tools::include_dirs::pin(
+            &self.config.user_gemini_dir.join("settings.json"),
+            root,
+        );
+        let includes = includes.iter().map(|r| r.path().to_path_buf()).collect();
+        self.discovery.mcp.root_opened(root, includes);
         if let Some(watch) = self
             .config_watch
             .lock()

@@ -23,7 +23,12 @@ fn text(result: &Value) -> String {
 }
 
 async fn roots_seen(c: &geminid_tests::Client, sid: &str) -> String {
-    let listed = run(c, sid, "everything__get-roots-list", json!({})).await;
+    roots_of(c, sid, "everything").await
+}
+
+async fn roots_of(c: &geminid_tests::Client, sid: &str, server: &str) -> String {
+    let tool = format!("{server}__get-roots-list");
+    let listed = run(c, sid, &tool, json!({})).await;
     assert_eq!(listed.state, CallState::Success, "{listed:#?}");
     text(&result_json(&listed))
 }
@@ -74,4 +79,53 @@ async fn a_user_server_sees_every_open_workspace_and_hears_of_a_new_one() {
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workspace_server_sees_its_root_and_include_dirs_but_no_other_workspace() {
+    let p = peers();
+    let outside = tempfile::tempdir().expect("temp dir");
+    let lib = outside.path().join("lib");
+    std::fs::create_dir_all(&lib).expect("include dir");
+    let lib = lib.canonicalize().expect("canonical");
+    let d = daemon_with_settings(&json!({
+        "context": {"includeDirectories": [lib.display().to_string()]}
+    }));
+    std::fs::create_dir_all(d.workspace.join(".gemini")).expect("workspace .gemini");
+    std::fs::write(
+        d.workspace.join(".gemini/settings.json"),
+        json!({"mcpServers": {"ws": {"command": everything(&p)}}}).to_string(),
+    )
+    .expect("workspace settings");
+    let c = d.client().await;
+    let sid = session(&c, &d, ApprovalMode::Yolo).await;
+    connected(&c, &["ws"]).await;
+    let other = d.dir.path().join("elsewhere");
+    std::fs::create_dir_all(&other).expect("other workspace");
+    c.create_session(
+        other
+            .canonicalize()
+            .expect("canonical")
+            .display()
+            .to_string(),
+        Some(ApprovalMode::Yolo),
+        None,
+        Some(false),
+        None,
+        None,
+        None,
+    )
+    .await
+    .expect("second session");
+    let seen = roots_of(&c, &sid, "ws").await;
+    assert!(seen.contains("Current MCP Roots (2 total)"), "{seen}");
+    assert!(
+        seen.contains(&format!("URI: file://{}\n", d.workspace.display())),
+        "{seen}"
+    );
+    assert!(
+        seen.contains(&format!("URI: file://{}\n", lib.display())),
+        "{seen}"
+    );
+    assert!(!seen.contains("elsewhere"), "{seen}");
 }

@@ -64,7 +64,7 @@ pub struct McpManager {
     tokens: Arc<oauth::TokenStore>,
     /// The workspace roots sessions opened (what servers' `roots/list`
     /// answers, `roots.rs`).
-    open_roots: tokio::sync::watch::Sender<Arc<BTreeSet<std::path::PathBuf>>>,
+    open_roots: tokio::sync::watch::Sender<Arc<roots::Opened>>,
 }
 
 /// Forwards a server's events to the manager without a reference cycle.
@@ -287,15 +287,16 @@ impl McpManager {
         self.add(wanted.into_values().collect())
     }
 
-    /// A session opened a workspace at `root`: servers that follow the
-    /// open roots are told when it is new to them.
-    pub fn root_opened(&self, root: &std::path::Path) {
+    /// A session opened a workspace at `root` with `includes` (its
+    /// include directories): servers that follow the open roots are told
+    /// when that is news to them.
+    pub fn root_opened(&self, root: &std::path::Path, includes: Vec<std::path::PathBuf>) {
         self.open_roots.send_if_modified(|open| {
-            if open.contains(root) {
+            if open.get(root) == Some(&includes) {
                 return false;
             }
             let mut more = (**open).clone();
-            more.insert(root.to_path_buf());
+            more.insert(root.to_path_buf(), includes);
             *open = Arc::new(more);
             true
         });

@@ -1,12 +1,13 @@
 //! MCP roots: which folders each server is told about (`roots/list`) and
 //! when it is told the set changed. A user-scope (or extension) server
-//! sees every workspace root the daemon's sessions opened; a workspace
-//! server sees its own root only.
+//! sees every workspace root the daemon's sessions opened, with their
+//! include directories; a workspace server sees its own root (and its
+//! include directories) only.
 // rmcp marks roots deprecated (SEP-2577, a future protocol version); the
 // versions servers speak today still ask for them.
 #![allow(deprecated)]
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,9 +15,12 @@ use std::sync::Arc;
 use rmcp::model::Root;
 use tokio::sync::watch;
 
-/// The workspace roots the daemon's sessions opened, shared by every
-/// server's handler.
-pub type OpenRoots = watch::Receiver<Arc<BTreeSet<PathBuf>>>;
+/// The workspace roots the daemon's sessions opened, each with its
+/// include directories (`context.includeDirectories`).
+pub type Opened = BTreeMap<PathBuf, Vec<PathBuf>>;
+
+/// [`Opened`], shared by every server's handler.
+pub type OpenRoots = watch::Receiver<Arc<Opened>>;
 
 /// What one server is told: its scope decides which of the open roots.
 #[derive(Clone)]
@@ -35,18 +39,28 @@ impl RootsView {
 
     /// The server's roots now, as `roots/list` answers them.
     pub fn roots(&self) -> rmcp::model::ListRootsResult {
-        let open = self.open.borrow().clone();
-        rmcp::model::ListRootsResult::new(
-            roots_for(&self.scope, &open)
-                .iter()
-                .map(|p| to_root(p))
-                .collect(),
-        )
+        rmcp::model::ListRootsResult::new(self.paths().iter().map(|p| to_root(p)).collect())
     }
 
-    /// Whether the set can change (a workspace server's never does).
-    pub fn follows_open_roots(&self) -> bool {
-        !self.scope.starts_with(WORKSPACE)
+    /// The server's root folders now.
+    pub fn paths(&self) -> Vec<PathBuf> {
+        let open = self.open.borrow().clone();
+        roots_for(&self.scope, &open)
+    }
+
+    /// Waits until the server's roots differ from `told` (what it was
+    /// last told) and returns them; pending forever once the daemon's
+    /// open roots can no longer change.
+    pub async fn changed(&self, open: &mut OpenRoots, told: &[PathBuf]) -> Vec<PathBuf> {
+        loop {
+            if open.changed().await.is_err() {
+                return std::future::pending().await;
+            }
+            let now = roots_for(&self.scope, &open.borrow_and_update());
+            if now != told {
+                return now;
+            }
+        }
     }
 
     /// A fresh watch of the open roots (for the connection loop).
@@ -60,12 +74,26 @@ impl RootsView {
 const WORKSPACE: &str = "workspace:";
 
 /// The roots of a server of `scope` (`user`, `extensions`,
-/// `workspace:<root>`) when `open` are the open workspace roots.
-pub fn roots_for(scope: &str, open: &BTreeSet<PathBuf>) -> Vec<PathBuf> {
-    match scope.strip_prefix(WORKSPACE) {
-        Some(root) => vec![PathBuf::from(root)],
-        None => open.iter().cloned().collect(),
-    }
+/// `workspace:<root>`) when `open` are the open workspaces: each once,
+/// workspace roots first.
+pub fn roots_for(scope: &str, open: &Opened) -> Vec<PathBuf> {
+    let (roots, includes): (Vec<PathBuf>, Vec<PathBuf>) = match scope.strip_prefix(WORKSPACE) {
+        Some(root) => {
+            let root = PathBuf::from(root);
+            let includes = open.get(&root).cloned().unwrap_or_default();
+            (vec![root], includes)
+        }
+        None => (
+            open.keys().cloned().collect(),
+            open.values().flatten().cloned().collect(),
+        ),
+    };
+    let mut seen = BTreeSet::new();
+    roots
+        .into_iter()
+        .chain(includes)
+        .filter(|p| seen.insert(p.clone()))
+        .collect()
 }
 
 /// A folder as an MCP root: a `file://` URI (bytes outside the unreserved
@@ -92,13 +120,21 @@ mod tests {
 
     #[test]
     fn a_user_server_sees_every_open_root_and_a_workspace_server_its_own() {
-        let open: BTreeSet<PathBuf> = ["/w/a", "/w/b"].iter().map(PathBuf::from).collect();
-        assert_eq!(roots_for("user", &open).len(), 2);
-        assert_eq!(roots_for("extensions", &open).len(), 2);
+        let p = PathBuf::from;
+        let open: Opened = [
+            (p("/w/a"), vec![p("/lib")]),
+            (p("/w/b"), vec![p("/lib"), p("/w/a")]),
+        ]
+        .into_iter()
+        .collect();
+        let all = vec![p("/w/a"), p("/w/b"), p("/lib")];
+        assert_eq!(roots_for("user", &open), all);
+        assert_eq!(roots_for("extensions", &open), all);
         assert_eq!(
-            roots_for("workspace:/w/c", &open),
-            vec![PathBuf::from("/w/c")]
+            roots_for("workspace:/w/b", &open),
+            vec![p("/w/b"), p("/lib"), p("/w/a")]
         );
+        assert_eq!(roots_for("workspace:/w/c", &open), vec![p("/w/c")]);
     }
 
     #[test]

@@ -452,9 +452,10 @@ impl Server {
         let refresh_in = self.auth.refresh_in(&self.config).filter(|d| !d.is_zero());
         let token_due = tokio::time::sleep(refresh_in.unwrap_or(Duration::from_secs(86_400)));
         let mut token_due = std::pin::pin!(token_due);
-        // A user or extension server is told when the open roots change.
-        let follows = self.hooks.roots.as_ref().filter(|r| r.follows_open_roots());
-        let mut open_roots = follows.map(|r| r.watch());
+        // The server is told when its roots change (`roots.rs`).
+        let view = self.hooks.roots.clone();
+        let mut open_roots = view.as_ref().map(|v| v.watch());
+        let mut told = view.as_ref().map(|v| v.paths()).unwrap_or_default();
         let (restart, reason, over) = loop {
             tokio::select! {
                 _ = &mut ended => break (false, "the server closed the connection (it exited or closed its output)", true),
@@ -470,10 +471,11 @@ impl Server {
                         events.tools_changed();
                     }
                 }
-                Some(Ok(())) = async { match open_roots.as_mut() {
-                    Some(w) => Some(w.changed().await),
-                    None => std::future::pending().await,
+                now = async { match (view.as_ref(), open_roots.as_mut()) {
+                    (Some(v), Some(w)) => v.changed(w, &told).await,
+                    _ => std::future::pending().await,
                 } } => {
+                    told = now;
                     if let Err(problem) = peer.notify_roots_list_changed().await {
                         tracing::warn!(server = %self.name(), %problem, "roots/list_changed not sent");
                     }
