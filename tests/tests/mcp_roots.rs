@@ -52,17 +52,19 @@ async fn a_user_server_sees_every_open_workspace_and_hears_of_a_new_one() {
     let other = d.dir.path().join("second project");
     std::fs::create_dir_all(&other).expect("second workspace");
     let other = other.canonicalize().expect("canonical");
-    c.create_session(
-        other.display().to_string(),
-        Some(ApprovalMode::Yolo),
-        None,
-        Some(false),
-        None,
-        None,
-        None,
-    )
-    .await
-    .expect("second session");
+    let second_sid = c
+        .create_session(
+            other.display().to_string(),
+            Some(ApprovalMode::Yolo),
+            None,
+            Some(false),
+            None,
+            None,
+            None,
+        )
+        .await
+        .expect("second session")
+        .session_id;
     let second = format!("file://{}", other.display()).replace(' ', "%20");
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
@@ -76,6 +78,22 @@ async fn a_user_server_sees_every_open_workspace_and_hears_of_a_new_one() {
         assert!(
             Instant::now() < deadline,
             "never told of the second root: {seen}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // The last session in the second folder goes: so does its root.
+    c.delete_session(second_sid).await.expect("delete");
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let seen = roots_seen(&c, &sid).await;
+        if seen.contains("Current MCP Roots (1 total)") {
+            assert!(seen.contains(&format!("URI: {first}\n")), "{seen}");
+            assert!(!seen.contains("second project"), "{seen}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "never told the second root went: {seen}"
         );
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

@@ -302,6 +302,20 @@ impl McpManager {
         });
     }
 
+    /// The last session in `root` was deleted: it is no longer a root
+    /// of the servers that followed it.
+    pub fn root_closed(&self, root: &std::path::Path) {
+        self.open_roots.send_if_modified(|open| {
+            if !open.contains_key(root) {
+                return false;
+            }
+            let mut fewer = (**open).clone();
+            fewer.remove(root);
+            *open = Arc::new(fewer);
+            true
+        });
+    }
+
     /// `not_started`, `in_progress` or `completed`.
     pub fn discovery_state(&self) -> &'static str {
         let servers = self.servers();
