@@ -421,7 +421,11 @@ impl Daemon {
             root,
         );
         let includes = includes.iter().map(|r| r.path().to_path_buf()).collect();
-        self.discovery.mcp.root_opened(root, includes);
+        // A session loaded only to be deleted (this runs in the
+        // background) must not bring its root back.
+        if !session.is_stopped() {
+            self.discovery.mcp.root_opened(root, includes);
+        }
         if let Some(watch) = self
             .config_watch
             .lock()
