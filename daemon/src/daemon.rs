@@ -416,6 +416,18 @@ impl Daemon {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(root.to_path_buf());
+        // Every open workspace (with the include directories its
+        // sessions get) is a root of the user's MCP servers.
+        let (includes, _) = crate::tools::include_dirs::pin(
+            &self.config.user_gemini_dir.join("settings.json"),
+            root,
+        );
+        let includes = includes.iter().map(|r| r.path().to_path_buf()).collect();
+        // A session loaded only to be deleted (this runs in the
+        // background) must not bring its root back.
+        if !session.is_stopped() {
+            self.discovery.mcp.root_opened(root, includes);
+        }
         if let Some(watch) = self
             .config_watch
             .lock()

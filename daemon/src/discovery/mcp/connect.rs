@@ -69,6 +69,9 @@ pub struct Hooks {
     pub invalid_json: tokio::sync::watch::Sender<Option<String>>,
     /// A stdio server's sandbox, put on each spawn (`discovery/jail.rs`).
     pub jail: Option<crate::discovery::jail::ServerJail>,
+    /// The roots `roots/list` answers (none: the capability is not
+    /// advertised, as for a probe).
+    pub roots: Option<super::roots::RootsView>,
 }
 
 impl Hooks {
@@ -241,6 +244,14 @@ impl ClientHandler for Handler {
         self.0.lists_changed.notify_one();
     }
 
+    #[allow(deprecated)] // rmcp's roots types: see `roots.rs`.
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, ErrorData> {
+        Ok(self.0.roots.as_ref().map(|r| r.roots()).unwrap_or_default())
+    }
+
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
@@ -267,12 +278,15 @@ impl ClientHandler for Handler {
     }
 
     fn get_info(&self) -> ClientConfig {
-        let capabilities: ClientCapabilities = if self.0.accept_elicitation {
-            serde_json::from_value(serde_json::json!({"elicitation": {"form": {}}}))
-                .unwrap_or_default()
-        } else {
-            ClientCapabilities::default()
-        };
+        let mut capabilities = serde_json::Map::new();
+        if self.0.accept_elicitation {
+            capabilities.insert("elicitation".into(), serde_json::json!({"form": {}}));
+        }
+        if self.0.roots.is_some() {
+            capabilities.insert("roots".into(), serde_json::json!({"listChanged": true}));
+        }
+        let capabilities: ClientCapabilities =
+            serde_json::from_value(Value::Object(capabilities)).unwrap_or_default();
         // The newest version that released servers (and the conformance
         // suite) speak; 2026-07-28 servers accept it too.
         ClientConfig::new(

@@ -16,6 +16,7 @@ pub mod oauth;
 pub mod probe;
 pub mod resource_tools;
 pub mod resources;
+pub mod roots;
 pub mod server;
 pub mod sse;
 pub mod stdio;
@@ -61,6 +62,9 @@ pub struct McpManager {
     sync: Mutex<()>,
     /// OAuth tokens of every server, shared by every session.
     tokens: Arc<oauth::TokenStore>,
+    /// The workspace roots sessions opened (what servers' `roots/list`
+    /// answers, `roots.rs`).
+    open_roots: tokio::sync::watch::Sender<Arc<roots::Opened>>,
 }
 
 /// Forwards a server's events to the manager without a reference cycle.
@@ -100,6 +104,7 @@ impl McpManager {
             stop: CancellationToken::new(),
             tasks: TaskTracker::new(),
             sync: Mutex::new(()),
+            open_roots: tokio::sync::watch::Sender::new(Arc::default()),
         });
         for tool in resource_tools::tools(&manager) {
             if let Err(problem) = registry.register(tool) {
@@ -216,7 +221,7 @@ impl McpManager {
                 ));
                 continue;
             }
-            let server = Server::new(config, self.tokens.clone());
+            let server = Server::new(config, self.tokens.clone(), self.open_roots.subscribe());
             servers.insert(server.name().to_owned(), server.clone());
             drop(servers);
             let stop = self.stop.child_token();
@@ -280,6 +285,35 @@ impl McpManager {
             self.sync_registry();
         }
         self.add(wanted.into_values().collect())
+    }
+
+    /// A session opened a workspace at `root` with `includes` (its
+    /// include directories): servers that follow the open roots are told
+    /// when that is news to them.
+    pub fn root_opened(&self, root: &std::path::Path, includes: Vec<std::path::PathBuf>) {
+        self.open_roots.send_if_modified(|open| {
+            if open.get(root) == Some(&includes) {
+                return false;
+            }
+            let mut more = (**open).clone();
+            more.insert(root.to_path_buf(), includes);
+            *open = Arc::new(more);
+            true
+        });
+    }
+
+    /// The last session in `root` was deleted: it is no longer a root
+    /// of the servers that followed it.
+    pub fn root_closed(&self, root: &std::path::Path) {
+        self.open_roots.send_if_modified(|open| {
+            if !open.contains_key(root) {
+                return false;
+            }
+            let mut fewer = (**open).clone();
+            fewer.remove(root);
+            *open = Arc::new(fewer);
+            true
+        });
     }
 
     /// `not_started`, `in_progress` or `completed`.

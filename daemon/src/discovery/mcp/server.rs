@@ -138,8 +138,16 @@ impl Open {
 }
 
 impl Server {
-    pub fn new(config: ServerConfig, tokens: Arc<TokenStore>) -> Arc<Server> {
-        Self::with_hooks(config, Hooks::default(), ServerAuth::new(tokens, false))
+    /// A server whose `roots/list` answers from `open` (the workspace
+    /// roots the sessions opened, `roots.rs`).
+    pub fn new(
+        config: ServerConfig,
+        tokens: Arc<TokenStore>,
+        open: super::roots::OpenRoots,
+    ) -> Arc<Server> {
+        let mut hooks = Hooks::default();
+        hooks.roots = Some(super::roots::RootsView::new(open, &config.scope));
+        Self::with_hooks(config, hooks, ServerAuth::new(tokens, false))
     }
 
     /// A server whose connections' handler uses `hooks` (elicitation).
@@ -444,6 +452,10 @@ impl Server {
         let refresh_in = self.auth.refresh_in(&self.config).filter(|d| !d.is_zero());
         let token_due = tokio::time::sleep(refresh_in.unwrap_or(Duration::from_secs(86_400)));
         let mut token_due = std::pin::pin!(token_due);
+        // The server is told when its roots change (`roots.rs`).
+        let view = self.hooks.roots.clone();
+        let mut open_roots = view.as_ref().map(|v| v.watch());
+        let mut told = view.as_ref().map(|v| v.paths()).unwrap_or_default();
         let (restart, reason, over) = loop {
             tokio::select! {
                 _ = &mut ended => break (false, "the server closed the connection (it exited or closed its output)", true),
@@ -457,6 +469,15 @@ impl Server {
                 () = self.hooks.lists_changed.notified() => {
                     if self.refresh(&peer).await.is_ok() {
                         events.tools_changed();
+                    }
+                }
+                now = async { match (view.as_ref(), open_roots.as_mut()) {
+                    (Some(v), Some(w)) => v.changed(w, &told).await,
+                    _ => std::future::pending().await,
+                } } => {
+                    told = now;
+                    if let Err(problem) = peer.notify_roots_list_changed().await {
+                        tracing::warn!(server = %self.name(), %problem, "roots/list_changed not sent");
                     }
                 }
                 () = self.restart.notified() => break (true, "restarting", false),
