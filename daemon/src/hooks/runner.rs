@@ -5,6 +5,11 @@
 //! after it exits (what it left behind goes too), so no hook leaves a call
 //! waiting. A plan's hooks run in parallel, or in order when sequential
 //! (each then sees the input as the previous one changed it).
+//! When the user's `sandbox.mode` is on, a hook runs in the sandbox as the
+//! discovery command does (`discovery/jail.rs`): it may write the session's
+//! folder, the temp dirs and `sandbox.allowWrite`, never the denied places;
+//! network as `sandbox.network`. A sandbox that cannot be had under
+//! `"required"` (or broken settings) means the hook does not run.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -186,6 +191,19 @@ async fn spawn_and_wait(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
+    match crate::discovery::jail::prepare(std::slice::from_ref(&env.cwd), Some(&env.cwd), None) {
+        Ok(applied) => {
+            if let Some(prepared) = applied.prepared {
+                crate::sandbox::install(&mut command, prepared);
+            }
+        }
+        Err(why) => {
+            return Ran {
+                spawn_error: Some(format!("the hook was not run: {why}")),
+                ..Ran::default()
+            };
+        }
+    }
     let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => {
