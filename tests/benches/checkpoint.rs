@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use geminid::checkpoints::CheckpointStore;
+use geminid::checkpoints::{CheckpointStore, Touched};
 
 const FILES: usize = 10_000;
 
@@ -76,15 +76,24 @@ fn main() {
                 &format!("call-{seq}"),
                 Some("turn-1"),
                 "replace",
-                &roots,
-                &paths,
+                Touched {
+                    roots: &roots,
+                    paths: &paths,
+                },
             )
             .expect("record");
         let before = start.elapsed();
         std::fs::write(&file, format!("edited {i}\n")).expect("edit");
         let start = Instant::now();
         store
-            .record_after(&session, seq, &roots, &paths)
+            .record_after(
+                &session,
+                seq,
+                Touched {
+                    roots: &roots,
+                    paths: &paths,
+                },
+            )
             .expect("after");
         times.push(before + start.elapsed());
     }

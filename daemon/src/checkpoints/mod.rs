@@ -71,9 +71,9 @@ impl CheckpointStore {
         call_id: &str,
         turn_id: Option<&str>,
         tool: &str,
-        roots: &[PinnedRoot],
-        paths: &[PathBuf],
+        touched: Touched<'_>,
     ) -> Result<(), CheckpointError> {
+        let Touched { roots, paths } = touched;
         let mut files = Vec::with_capacity(paths.len());
         for path in paths {
             // Only what lies beneath the session's roots is kept (edit
@@ -119,9 +119,9 @@ impl CheckpointStore {
         &self,
         session: &str,
         seq: u64,
-        roots: &[PinnedRoot],
-        paths: &[PathBuf],
+        touched: Touched<'_>,
     ) -> Result<(), CheckpointError> {
+        let Touched { roots, paths } = touched;
         let mut files = Vec::with_capacity(paths.len());
         for path in paths {
             let Some(text) = path.to_str() else { continue };
@@ -292,6 +292,14 @@ impl CheckpointStore {
             }
         }
     }
+}
+
+/// The files an edit call names and the session roots they lie beneath
+/// (read and written only from those roots' descriptors).
+#[derive(Clone, Copy)]
+pub struct Touched<'a> {
+    pub roots: &'a [PinnedRoot],
+    pub paths: &'a [PathBuf],
 }
 
 /// The session root `path` lies beneath (spelled under its path).

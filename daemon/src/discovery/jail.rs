@@ -137,8 +137,7 @@ static DAEMON: OnceLock<(PathBuf, Arc<DaemonPlaces>)> = OnceLock::new();
 /// started again and again, and an idle daemon reads no configuration
 /// file, so they are read once per change (the daemon's watcher calls
 /// [`invalidate`]).
-static SETTINGS: std::sync::Mutex<Option<crate::tools::ToolSettings>> =
-    std::sync::Mutex::new(None);
+static SETTINGS: std::sync::Mutex<Option<crate::tools::ToolSettings>> = std::sync::Mutex::new(None);
 
 /// Remembers the user's settings file and the daemon's places (once).
 pub fn init(user_settings: PathBuf, places: Arc<DaemonPlaces>) {

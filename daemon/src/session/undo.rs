@@ -32,6 +32,13 @@ pub(super) struct PendingCheckpoint {
 }
 
 impl PendingCheckpoint {
+    fn touched(&self) -> crate::checkpoints::Touched<'_> {
+        crate::checkpoints::Touched {
+            roots: &self.roots,
+            paths: &self.paths,
+        }
+    }
+
     pub(super) fn before(&self) -> Result<(), CheckpointError> {
         self.store.record_before(
             &self.session,
@@ -39,15 +46,14 @@ impl PendingCheckpoint {
             &self.call_id,
             self.turn_id.as_deref(),
             &self.tool,
-            &self.roots,
-            &self.paths,
+            self.touched(),
         )
     }
 
     pub(super) fn after(&self) {
         if let Err(e) = self
             .store
-            .record_after(&self.session, self.seq, &self.roots, &self.paths)
+            .record_after(&self.session, self.seq, self.touched())
         {
             // Without it a restore takes these files for changed by
             // someone else, and asks: stricter, never looser.
