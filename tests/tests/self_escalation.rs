@@ -291,9 +291,31 @@ async fn git_config_cannot_be_planted_for_an_allowed_git_status() {
         "[[rule]]\ntoolName = \"run_shell_command\"\ncommandPrefix = \"git status\"\ndecision = \"allow\"\npriority = 100\n",
     )
     .unwrap();
-    // Policy files are read at start and on change; wait for the reload.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Policy files are read at start and on change; wait for the reload
+    // (polled: a loaded machine may take longer than any fixed sleep).
     let c = d.client().await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let check = c
+            .check_policy(
+                None,
+                None,
+                "run_shell_command".into(),
+                Some(json!({"command": "git status"})),
+                None,
+                None,
+            )
+            .await
+            .unwrap();
+        if check.decision == "allow" {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the new policy file never applied: {check:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let before = std::fs::read(ws.join(".git/config")).unwrap();
     for (mode, interactive) in [
         (ApprovalMode::AutoEdit, false),
