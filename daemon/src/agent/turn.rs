@@ -101,6 +101,9 @@ pub struct TurnSpec {
     pub text: String,
     /// The prompt's parts after its text (`session.prompt {parts}`).
     pub parts: Vec<geminid_protocol::turn::PromptPart>,
+    /// What hooks added before this prompt (SessionStart's context): a
+    /// text part ahead of the prompt's.
+    pub hook_context: Option<String>,
     /// Where its references are read; `None`: nothing is read (the text
     /// goes as it is).
     pub references: Option<super::references::ReferenceReader>,
@@ -213,6 +216,10 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
         }
         None => Content::user_text(spec.text.clone()),
     };
+    let mut user = user;
+    if let Some(context) = &spec.hook_context {
+        user.parts.insert(0, Part::text(context.clone()));
+    }
     sink.send(TurnMsg::History(user.clone()));
     let mut contents = spec.history.clone();
     contents.push(user);

@@ -60,8 +60,8 @@ impl Actor {
     }
 
     /// Starts the next queued prompt when no turn runs.
-    fn start_next_turn(&mut self) {
-        if self.stopping {
+    pub(super) fn start_next_turn(&mut self) {
+        if self.stopping || self.session_start.running {
             return;
         }
         let Some(mut prompt) = self.prompts.take_next() else {
@@ -109,6 +109,7 @@ impl Actor {
             turn_id: turn_id.clone(),
             text: prompt.text,
             parts: prompt.parts,
+            hook_context: self.session_start.context.take(),
             references: Some(agent::references::ReferenceReader {
                 files: self.ctx.clone(),
                 resources: Some(std::sync::Arc::new(super::resource_refs::McpResourceRefs(
@@ -279,6 +280,7 @@ impl Actor {
             turn_id: job_id.clone(),
             text: String::new(),
             parts: Vec::new(),
+            hook_context: None,
             references: None,
             history,
             model,

@@ -1,0 +1,95 @@
+//! What SessionStart and SessionEnd mean for a session (0.61's
+//! `hookEventHandler.js` and hooks reference): their stdin fields, which
+//! `source`/`reason` a session's start and end are, and the context a
+//! SessionStart hook adds for the model. Both are advisory: `continue`
+//! and `decision` are ignored, a session always starts and ends. Pure.
+
+use serde_json::{Map, Value};
+
+use super::output::Merged;
+
+/// The SessionStart hooks of this actor: running (prompts wait), and the
+/// context they added that no prompt has carried yet.
+#[derive(Default)]
+pub struct SessionStart {
+    pub running: bool,
+    pub context: Option<String>,
+}
+
+/// How a session's actor started: a new session (`startup`) or a stored
+/// one taken up again (`resume`, also after an idle unload or a restart).
+pub fn start_source(fresh: bool) -> &'static str {
+    if fresh { "startup" } else { "resume" }
+}
+
+/// Why a session's actor stops, in 0.61's words: the daemon shutting
+/// down is `exit`; a deletion or an unload is `other`.
+pub fn end_reason(stop_reason: &str) -> &'static str {
+    if stop_reason.contains("shutting down") {
+        "exit"
+    } else {
+        "other"
+    }
+}
+
+/// SessionStart's own stdin field.
+pub fn start_input(source: &str) -> Map<String, Value> {
+    let mut fields = Map::new();
+    fields.insert("source".into(), source.into());
+    fields
+}
+
+/// SessionEnd's own stdin field.
+pub fn end_input(reason: &str) -> Map<String, Value> {
+    let mut fields = Map::new();
+    fields.insert("reason".into(), reason.into());
+    fields
+}
+
+/// The text the model gets before the session's next prompt: the merged
+/// `additionalContext`, escaped and wrapped as AfterTool's is.
+pub fn start_context(merged: Option<&Merged>) -> Option<String> {
+    merged
+        .and_then(Merged::additional_context)
+        .filter(|c| !c.trim().is_empty())
+        .map(|c| format!("<hook_context>{c}</hook_context>"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::config::HookEvent;
+    use super::super::output::merge;
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn sources_and_reasons_are_0_61_words() {
+        assert_eq!(start_source(true), "startup");
+        assert_eq!(start_source(false), "resume");
+        assert_eq!(end_reason("the daemon is shutting down"), "exit");
+        assert_eq!(end_reason("session deleted"), "other");
+        assert_eq!(start_input("resume")["source"], "resume");
+        assert_eq!(end_input("exit")["reason"], "exit");
+    }
+
+    #[test]
+    fn start_context_is_escaped_and_ignores_flow_control() {
+        let outputs = [
+            json!({"continue": false, "decision": "deny",
+                   "hookSpecificOutput": {"additionalContext": "a <b>"}}),
+            json!({"hookSpecificOutput": {"additionalContext": "c"}}),
+        ];
+        let outputs: Vec<_> = outputs
+            .iter()
+            .filter_map(|o| o.as_object().cloned())
+            .collect();
+        let merged = merge(HookEvent::SessionStart, &outputs);
+        let context = start_context(merged.as_ref()).unwrap_or_default();
+        assert!(
+            context.starts_with("<hook_context>a &lt;b&gt;"),
+            "{context}"
+        );
+        assert!(context.contains('c'), "{context}");
+        assert_eq!(start_context(None), None);
+    }
+}
