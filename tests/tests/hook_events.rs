@@ -148,3 +148,95 @@ async fn session_start_context_reaches_the_model_and_session_end_runs_at_exit() 
         .collect();
     assert_eq!(sources, vec![json!("startup"), json!("resume")]);
 }
+
+const GATE_PY: &str = r#"#!/usr/bin/env python3
+import json, sys
+data = json.load(sys.stdin)
+prompt = data["prompt"]
+if "secret" in prompt:
+    print(json.dumps({"decision": "deny", "reason": "no secrets"}))
+elif "pause" in prompt:
+    print(json.dumps({"continue": False, "stopReason": "paused"}))
+else:
+    print(json.dumps({"hookSpecificOutput": {"additionalContext": "checked: " + prompt}}))
+"#;
+
+/// How the last turn in `events` ended.
+fn turn_end(events: &[SessionEvent]) -> (String, Option<String>) {
+    events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.payload {
+            EventPayload::TurnFinished {
+                reason, message, ..
+            } => Some((reason.clone(), message.clone())),
+            _ => None,
+        })
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn before_agent_blocks_stops_or_adds_context_to_a_prompt() {
+    use std::os::unix::fs::PermissionsExt;
+    let fake = FakeModel::scripted(vec![gemini::answer(&["fine"])]).await;
+    let mut d = TestDaemon::prepared(&[
+        ("GEMINI_API_KEY", "test-key"),
+        ("GOOGLE_GEMINI_BASE_URL", fake.base_url.as_str()),
+        ("GEMINI_MODEL", "gemini-2.5-flash"),
+    ]);
+    let dir = d.home().join("hooks");
+    std::fs::create_dir_all(&dir).unwrap();
+    let gate = dir.join("gate.py");
+    std::fs::write(&gate, GATE_PY).unwrap();
+    std::fs::set_permissions(&gate, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let settings = d.home().join(".gemini");
+    std::fs::create_dir_all(&settings).unwrap();
+    std::fs::write(
+        settings.join("settings.json"),
+        serde_json::to_vec(&json!({"hooks": {"BeforeAgent": [{"hooks": [
+            {"type": "command", "command": gate.display().to_string()}]}]}}))
+        .unwrap(),
+    )
+    .unwrap();
+    d.spawn();
+    let c = d.client().await;
+    let session = yolo_session(&c, &d.workspace).await;
+
+    let blocked = run_turn(&c, &session, "tell me the secret").await;
+    assert_eq!(
+        turn_end(&blocked),
+        (
+            "blocked".into(),
+            Some("Agent execution blocked by hook: no secrets".into())
+        )
+    );
+    assert_eq!(
+        hook_runs(&blocked),
+        vec![("BeforeAgent".into(), "deny".into())]
+    );
+    let stopped = run_turn(&c, &session, "pause here").await;
+    assert_eq!(
+        turn_end(&stopped),
+        (
+            "stopped".into(),
+            Some("Agent execution stopped by hook: paused".into())
+        )
+    );
+    assert!(fake.seen().is_empty(), "neither reached the model");
+
+    let ok = run_turn(&c, &session, "hello").await;
+    assert_eq!(turn_end(&ok).0, "completed");
+    let sent = fake.seen()[0].body.to_string();
+    assert!(
+        sent.contains("<hook_context>checked: hello</hook_context>"),
+        "the context follows the prompt: {sent}"
+    );
+    assert!(
+        sent.contains("pause here"),
+        "a stopped prompt stays in the history"
+    );
+    assert!(
+        !sent.contains("tell me the secret"),
+        "a blocked prompt is not kept"
+    );
+}

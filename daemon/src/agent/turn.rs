@@ -82,6 +82,8 @@ pub enum TurnMsg {
     /// A compression asked for between turns ended: what it did, or why
     /// it failed.
     CompressionEnded(Result<Option<Compressed>, String>),
+    /// Hooks the turn fired ran: each is a `hookRun` event.
+    HookRuns(Vec<crate::hooks::HookRun>),
     /// The turn is over.
     Finished(TurnEnd),
 }
@@ -89,7 +91,8 @@ pub enum TurnMsg {
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnEnd {
-    /// `completed`, `cancelled`, `error`, `max_steps`, `loop_detected`.
+    /// `completed`, `cancelled`, `error`, `max_steps`, `loop_detected`,
+    /// `blocked`/`stopped` (a BeforeAgent hook).
     pub reason: &'static str,
     pub message: Option<String>,
     pub usage: Usage,
@@ -104,6 +107,8 @@ pub struct TurnSpec {
     /// What hooks added before this prompt (SessionStart's context): a
     /// text part ahead of the prompt's.
     pub hook_context: Option<String>,
+    /// The BeforeAgent hooks to fire before the first request, if any.
+    pub before_agent: Option<AgentHooks>,
     /// Where its references are read; `None`: nothing is read (the text
     /// goes as it is).
     pub references: Option<super::references::ReferenceReader>,
@@ -131,6 +136,13 @@ pub struct TurnSpec {
     pub calibration: Calibration,
     pub limits: TurnLimits,
     pub cancel: CancellationToken,
+}
+
+/// Hooks a turn fires itself: the plan and the session's hook
+/// environment; their runs go to the actor as `TurnMsg::HookRuns`.
+pub struct AgentHooks {
+    pub plan: crate::hooks::Plan,
+    pub env: crate::hooks::HookEnv,
 }
 
 /// What a turn waits for before its first request: the servers' names and
@@ -219,6 +231,24 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
     let mut user = user;
     if let Some(context) = &spec.hook_context {
         user.parts.insert(0, Part::text(context.clone()));
+    }
+    if let Some(hooks) = &spec.before_agent {
+        use crate::hooks::lifecycle::{self, BeforeAgent};
+        let fields = lifecycle::before_agent_input(&spec.text);
+        let fired = crate::hooks::fire(&hooks.plan, &hooks.env, fields, &spec.cancel).await;
+        sink.send(TurnMsg::HookRuns(fired.runs));
+        if spec.cancel.is_cancelled() {
+            return ("cancelled", None);
+        }
+        match lifecycle::before_agent(fired.merged.as_ref()) {
+            BeforeAgent::Blocked(reason) => return ("blocked", Some(reason)),
+            BeforeAgent::Stopped(reason) => {
+                sink.send(TurnMsg::History(user));
+                return ("stopped", Some(reason));
+            }
+            BeforeAgent::Proceed(Some(context)) => user.parts.push(Part::text(context)),
+            BeforeAgent::Proceed(None) => {}
+        }
     }
     sink.send(TurnMsg::History(user.clone()));
     let mut contents = spec.history.clone();

@@ -55,6 +55,46 @@ pub fn start_context(merged: Option<&Merged>) -> Option<String> {
         .map(|c| format!("<hook_context>{c}</hook_context>"))
 }
 
+/// What BeforeAgent hooks decided about a prompt.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BeforeAgent {
+    /// The turn goes on; the text (wrapped) goes after the prompt's parts.
+    Proceed(Option<String>),
+    /// `decision: deny`/`block` (or exit status 2): the turn ends and the
+    /// prompt is not kept in the history.
+    Blocked(String),
+    /// `continue: false`: the turn ends, the prompt stays in the history.
+    Stopped(String),
+}
+
+/// BeforeAgent's own stdin field.
+pub fn before_agent_input(prompt: &str) -> Map<String, Value> {
+    let mut fields = Map::new();
+    fields.insert("prompt".into(), prompt.into());
+    fields
+}
+
+/// Reads BeforeAgent's merged output as 0.61's client does (a stop wins
+/// over a block).
+pub fn before_agent(merged: Option<&Merged>) -> BeforeAgent {
+    let Some(merged) = merged else {
+        return BeforeAgent::Proceed(None);
+    };
+    if merged.should_stop() {
+        return BeforeAgent::Stopped(format!(
+            "Agent execution stopped by hook: {}",
+            merged.effective_reason()
+        ));
+    }
+    if merged.is_blocking() {
+        return BeforeAgent::Blocked(format!(
+            "Agent execution blocked by hook: {}",
+            merged.effective_reason()
+        ));
+    }
+    BeforeAgent::Proceed(start_context(Some(merged)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::config::HookEvent;
@@ -91,5 +131,26 @@ mod tests {
         );
         assert!(context.contains('c'), "{context}");
         assert_eq!(start_context(None), None);
+    }
+
+    #[test]
+    fn before_agent_stops_blocks_or_adds_context() {
+        let read = |v: Value| {
+            let outputs: Vec<_> = v.as_object().cloned().into_iter().collect();
+            before_agent(merge(HookEvent::BeforeAgent, &outputs).as_ref())
+        };
+        assert_eq!(
+            read(json!({"decision": "deny", "reason": "no"})),
+            BeforeAgent::Blocked("Agent execution blocked by hook: no".into())
+        );
+        assert_eq!(
+            read(json!({"continue": false, "stopReason": "later", "decision": "deny"})),
+            BeforeAgent::Stopped("Agent execution stopped by hook: later".into())
+        );
+        assert_eq!(
+            read(json!({"hookSpecificOutput": {"additionalContext": "x"}})),
+            BeforeAgent::Proceed(Some("<hook_context>x</hook_context>".into()))
+        );
+        assert_eq!(before_agent(None), BeforeAgent::Proceed(None));
     }
 }

@@ -203,6 +203,20 @@ impl Actor {
 }
 
 impl Actor {
+    /// The hooks a turn fires itself for `event` (`None` when none is
+    /// configured: the turn does not wait for anything).
+    pub(super) fn agent_hooks(&self, event: HookEvent) -> Option<crate::agent::AgentHooks> {
+        let set = self
+            .deps
+            .hooks
+            .for_root(std::path::Path::new(&self.record.cwd));
+        let plan = set.plan(event, Subject::None)?;
+        Some(crate::agent::AgentHooks {
+            plan,
+            env: self.hook_env(),
+        })
+    }
+
     /// Fires SessionStart (`startup` for a new session, `resume` for a
     /// stored one); prompts wait until it reports.
     pub(super) fn start_session_hooks(&mut self, fresh: bool) {

@@ -110,6 +110,7 @@ impl Actor {
             text: prompt.text,
             parts: prompt.parts,
             hook_context: self.session_start.context.take(),
+            before_agent: self.agent_hooks(crate::hooks::HookEvent::BeforeAgent),
             references: Some(agent::references::ReferenceReader {
                 files: self.ctx.clone(),
                 resources: Some(std::sync::Arc::new(super::resource_refs::McpResourceRefs(
@@ -196,6 +197,7 @@ impl Actor {
                 }
                 self.start_next_turn();
             }
+            TurnMsg::HookRuns(runs) => self.emit_hook_runs(None, &runs),
             TurnMsg::Finished(end) => self.finish_turn(&turn_id, end),
         }
     }
@@ -281,6 +283,7 @@ impl Actor {
             text: String::new(),
             parts: Vec::new(),
             hook_context: None,
+            before_agent: None,
             references: None,
             history,
             model,
