@@ -240,3 +240,52 @@ async fn before_agent_blocks_stops_or_adds_context_to_a_prompt() {
         "a blocked prompt is not kept"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pre_compress_runs_before_a_manual_compression_with_its_trigger() {
+    let mut replies: Vec<_> = (0..6)
+        .map(|i| gemini::answer(&[&format!("answer {i} ").repeat(40)]))
+        .collect();
+    replies.push(gemini::answer(&[
+        "<state_snapshot>summary</state_snapshot>",
+    ]));
+    replies.push(gemini::answer(&[
+        "<state_snapshot>summary</state_snapshot>",
+    ]));
+    let fake = FakeModel::scripted(replies).await;
+    let mut d = TestDaemon::prepared(&[
+        ("GEMINI_API_KEY", "test-key"),
+        ("GOOGLE_GEMINI_BASE_URL", fake.base_url.as_str()),
+        ("GEMINI_MODEL", "gemini-2.5-flash"),
+    ]);
+    let log = d.home().join("compress.log");
+    let hook = logging_hook(&d, &log);
+    let settings = d.home().join(".gemini");
+    std::fs::create_dir_all(&settings).unwrap();
+    std::fs::write(
+        settings.join("settings.json"),
+        serde_json::to_vec(&json!({"hooks": {
+            "PreCompress": [{"matcher": "manual", "hooks": [{"type": "command", "command": hook.display().to_string()}]}],
+        }}))
+        .unwrap(),
+    )
+    .unwrap();
+    d.spawn();
+    let c = d.client().await;
+    let session = yolo_session(&c, &d.workspace).await;
+    for i in 0..6 {
+        run_turn(&c, &session, &format!("question {i} ").repeat(40)).await;
+    }
+    assert!(logged(&log).is_empty(), "no compression yet");
+    let _ = c.compress(session.clone()).await;
+    let runs = logged(&log);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    assert_eq!(runs[0]["hook_event_name"], "PreCompress");
+    assert_eq!(runs[0]["trigger"], "manual");
+    assert!(
+        hook_runs(&all_events(&c, &session).await)
+            .iter()
+            .any(|(event, _)| event == "PreCompress"),
+        "the run is an event"
+    );
+}

@@ -109,6 +109,9 @@ pub struct TurnSpec {
     pub hook_context: Option<String>,
     /// The BeforeAgent hooks to fire before the first request, if any.
     pub before_agent: Option<AgentHooks>,
+    /// The PreCompress hooks for this job's trigger (`auto` in a turn,
+    /// `manual` between turns), fired before each compression.
+    pub pre_compress: Option<AgentHooks>,
     /// Where its references are read; `None`: nothing is read (the text
     /// goes as it is).
     pub references: Option<super::references::ReferenceReader>,
@@ -568,6 +571,13 @@ async fn compress(
         });
         return Err(message);
     };
+    if let Some(hooks) = &spec.pre_compress {
+        // Advisory: what it says changes nothing.
+        let mut fields = serde_json::Map::new();
+        fields.insert("trigger".into(), trigger.into());
+        let fired = crate::hooks::fire(&hooks.plan, &hooks.env, fields, &spec.cancel).await;
+        sink.send(TurnMsg::HookRuns(fired.runs));
+    }
     let on_usage = |usage: Usage, estimated: u64| {
         sink.send(TurnMsg::Usage {
             purpose: "compression",

@@ -203,14 +203,20 @@ impl Actor {
 }
 
 impl Actor {
-    /// The hooks a turn fires itself for `event` (`None` when none is
-    /// configured: the turn does not wait for anything).
-    pub(super) fn agent_hooks(&self, event: HookEvent) -> Option<crate::agent::AgentHooks> {
+    /// The hooks a turn fires itself for `event` (matched on `trigger`
+    /// when it has one); `None` when none is configured: the turn does not
+    /// wait for anything.
+    pub(super) fn agent_hooks(
+        &self,
+        event: HookEvent,
+        trigger: Option<&str>,
+    ) -> Option<crate::agent::AgentHooks> {
         let set = self
             .deps
             .hooks
             .for_root(std::path::Path::new(&self.record.cwd));
-        let plan = set.plan(event, Subject::None)?;
+        let subject = trigger.map_or(Subject::None, Subject::Trigger);
+        let plan = set.plan(event, subject)?;
         Some(crate::agent::AgentHooks {
             plan,
             env: self.hook_env(),

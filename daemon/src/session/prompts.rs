@@ -110,7 +110,8 @@ impl Actor {
             text: prompt.text,
             parts: prompt.parts,
             hook_context: self.session_start.context.take(),
-            before_agent: self.agent_hooks(crate::hooks::HookEvent::BeforeAgent),
+            before_agent: self.agent_hooks(crate::hooks::HookEvent::BeforeAgent, None),
+            pre_compress: self.agent_hooks(crate::hooks::HookEvent::PreCompress, Some("auto")),
             references: Some(agent::references::ReferenceReader {
                 files: self.ctx.clone(),
                 resources: Some(std::sync::Arc::new(super::resource_refs::McpResourceRefs(
@@ -284,6 +285,7 @@ impl Actor {
             parts: Vec::new(),
             hook_context: None,
             before_agent: None,
+            pre_compress: self.agent_hooks(crate::hooks::HookEvent::PreCompress, Some("manual")),
             references: None,
             history,
             model,
