@@ -289,3 +289,68 @@ async fn pre_compress_runs_before_a_manual_compression_with_its_trigger() {
         "the run is an event"
     );
 }
+
+const REVIEW_PY: &str = r#"#!/usr/bin/env python3
+import json, sys
+data = json.load(sys.stdin)
+with open(sys.argv[1], "a") as f:
+    f.write(json.dumps(data) + "\n")
+if not data["stop_hook_active"]:
+    print(json.dumps({"decision": "block", "reason": "please check again"}))
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_agent_block_sends_its_reason_back_to_the_model_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let fake = FakeModel::scripted(vec![
+        gemini::answer(&["first try"]),
+        gemini::answer(&["checked"]),
+    ])
+    .await;
+    let mut d = TestDaemon::prepared(&[
+        ("GEMINI_API_KEY", "test-key"),
+        ("GOOGLE_GEMINI_BASE_URL", fake.base_url.as_str()),
+        ("GEMINI_MODEL", "gemini-2.5-flash"),
+    ]);
+    let dir = d.home().join("hooks");
+    std::fs::create_dir_all(&dir).unwrap();
+    let review = dir.join("review.py");
+    std::fs::write(&review, REVIEW_PY).unwrap();
+    std::fs::set_permissions(&review, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let log = d.home().join("review.log");
+    let settings = d.home().join(".gemini");
+    std::fs::create_dir_all(&settings).unwrap();
+    std::fs::write(
+        settings.join("settings.json"),
+        serde_json::to_vec(&json!({"hooks": {"AfterAgent": [{"hooks": [
+            {"type": "command", "command": format!("{} {}", review.display(), log.display())}]}]}}))
+        .unwrap(),
+    )
+    .unwrap();
+    d.spawn();
+    let c = d.client().await;
+    let session = yolo_session(&c, &d.workspace).await;
+    let turn = run_turn(&c, &session, "do it").await;
+    assert_eq!(turn_end(&turn).0, "completed");
+    let seen = fake.seen();
+    assert_eq!(seen.len(), 2, "the block asked the model again");
+    assert!(seen[1].body.to_string().contains("please check again"));
+    let runs = logged(&log);
+    let summary: Vec<(Value, Value, Value)> = runs
+        .iter()
+        .map(|r| {
+            (
+                r["prompt"].clone(),
+                r["prompt_response"].clone(),
+                r["stop_hook_active"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        summary,
+        vec![
+            (json!("do it"), json!("first try"), json!(false)),
+            (json!("please check again"), json!("checked"), json!(true)),
+        ]
+    );
+}

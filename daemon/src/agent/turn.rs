@@ -109,6 +109,8 @@ pub struct TurnSpec {
     pub hook_context: Option<String>,
     /// The BeforeAgent hooks to fire before the first request, if any.
     pub before_agent: Option<AgentHooks>,
+    /// The AfterAgent hooks to fire on the turn's final response, if any.
+    pub after_agent: Option<AgentHooks>,
     /// The PreCompress hooks for this job's trigger (`auto` in a turn,
     /// `manual` between turns), fired before each compression.
     pub pre_compress: Option<AgentHooks>,
@@ -267,6 +269,8 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
         normalized(&out)
     };
     let mut seen: HashMap<String, u32> = HashMap::new();
+    let mut asked = spec.text.clone();
+    let mut stop_hook_active = false;
     let mut prefix = spec.prefix.clone();
     let mut calibration = spec.calibration;
     let mut compression_failed = false;
@@ -344,12 +348,35 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
             role: Role::Model,
             parts: response,
         };
+        let said = match &spec.after_agent {
+            Some(_) => final_text(&content.parts),
+            None => String::new(),
+        };
         if !content.parts.is_empty() {
             sink.send(TurnMsg::History(content.clone()));
             contents.push(content);
         }
         if calls.is_empty() {
-            return ("completed", None);
+            let Some(hooks) = &spec.after_agent else {
+                return ("completed", None);
+            };
+            use crate::hooks::lifecycle::{self, AfterAgent};
+            let fields = lifecycle::after_agent_input(&asked, &said, stop_hook_active);
+            let fired = crate::hooks::fire(&hooks.plan, &hooks.env, fields, &spec.cancel).await;
+            sink.send(TurnMsg::HookRuns(fired.runs));
+            match lifecycle::after_agent(fired.merged.as_ref()) {
+                AfterAgent::Done => return ("completed", None),
+                AfterAgent::Stopped(reason) => return ("stopped", Some(reason)),
+                AfterAgent::Again(reason) => {
+                    // The reason goes to the model as the next request.
+                    let again = Content::user_text(reason.clone());
+                    sink.send(TurnMsg::History(again.clone()));
+                    contents.push(again);
+                    asked = reason;
+                    stop_hook_active = true;
+                    continue;
+                }
+            }
         }
         if let Some(repeated) = repeated_call(&mut seen, &calls, spec.limits.loop_threshold) {
             let message = format!(
@@ -381,6 +408,15 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
             spec.limits.max_steps
         )),
     )
+}
+
+/// The text of a final response (thoughts left out), for AfterAgent.
+fn final_text(parts: &[Part]) -> String {
+    parts
+        .iter()
+        .filter(|p| !p.thought)
+        .filter_map(|p| p.text.as_deref())
+        .collect()
 }
 
 /// The system instruction: `GEMINI_SYSTEM_MD`'s file or the built-in

@@ -95,6 +95,42 @@ pub fn before_agent(merged: Option<&Merged>) -> BeforeAgent {
     BeforeAgent::Proceed(start_context(Some(merged)))
 }
 
+/// What AfterAgent hooks decided about a turn's final response.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AfterAgent {
+    Done,
+    /// `continue: false`: the turn ends with the reason.
+    Stopped(String),
+    /// `decision: deny`/`block`: the reason goes to the model as the next
+    /// request, in the same turn (bounded by the turn's step limit).
+    Again(String),
+}
+
+/// AfterAgent's own stdin fields.
+pub fn after_agent_input(
+    prompt: &str,
+    response: &str,
+    stop_hook_active: bool,
+) -> Map<String, Value> {
+    let mut fields = Map::new();
+    fields.insert("prompt".into(), prompt.into());
+    fields.insert("prompt_response".into(), response.into());
+    fields.insert("stop_hook_active".into(), stop_hook_active.into());
+    fields
+}
+
+/// Reads AfterAgent's merged output as 0.61's client does.
+pub fn after_agent(merged: Option<&Merged>) -> AfterAgent {
+    match merged {
+        Some(m) if m.should_stop() => AfterAgent::Stopped(format!(
+            "Agent execution stopped by hook: {}",
+            m.effective_reason()
+        )),
+        Some(m) if m.is_blocking() => AfterAgent::Again(m.effective_reason()),
+        _ => AfterAgent::Done,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::config::HookEvent;
@@ -152,5 +188,24 @@ mod tests {
             BeforeAgent::Proceed(Some("<hook_context>x</hook_context>".into()))
         );
         assert_eq!(before_agent(None), BeforeAgent::Proceed(None));
+    }
+
+    #[test]
+    fn after_agent_stops_or_asks_again() {
+        let read = |v: Value| {
+            let outputs: Vec<_> = v.as_object().cloned().into_iter().collect();
+            after_agent(merge(HookEvent::AfterAgent, &outputs).as_ref())
+        };
+        assert_eq!(
+            read(json!({"decision": "block", "reason": "again"})),
+            AfterAgent::Again("again".into())
+        );
+        assert_eq!(
+            read(json!({"continue": false, "reason": "done"})),
+            AfterAgent::Stopped("Agent execution stopped by hook: done".into())
+        );
+        assert_eq!(read(json!({"decision": "allow"})), AfterAgent::Done);
+        let fields = after_agent_input("p", "r", true);
+        assert_eq!(fields["stop_hook_active"], true);
     }
 }

@@ -111,6 +111,7 @@ impl Actor {
             parts: prompt.parts,
             hook_context: self.session_start.context.take(),
             before_agent: self.agent_hooks(crate::hooks::HookEvent::BeforeAgent, None),
+            after_agent: self.agent_hooks(crate::hooks::HookEvent::AfterAgent, None),
             pre_compress: self.agent_hooks(crate::hooks::HookEvent::PreCompress, Some("auto")),
             references: Some(agent::references::ReferenceReader {
                 files: self.ctx.clone(),
@@ -285,6 +286,7 @@ impl Actor {
             parts: Vec::new(),
             hook_context: None,
             before_agent: None,
+            after_agent: None,
             pre_compress: self.agent_hooks(crate::hooks::HookEvent::PreCompress, Some("manual")),
             references: None,
             history,
