@@ -258,6 +258,8 @@ impl Run {
             "completed" => exit::OK,
             "cancelled" | "interrupted" => exit::CANCELLED,
             "max_steps" | "loop_detected" => exit::LIMIT,
+            // A BeforeAgent hook refused the prompt.
+            "blocked" | "stopped" => exit::DENIED,
             _ => exit::MODEL,
         }
     }

@@ -26,5 +26,6 @@ pub use conversation::{AppendError, Conversation, MAX_HISTORY_PAGE};
 pub use queue::PromptQueue;
 pub use responses::{function_responses, not_run};
 pub use turn::{
-    ToolsReady, TurnEnd, TurnLimits, TurnLine, TurnMsg, TurnSpec, compress_between_turns, run,
+    AgentHooks, ToolsReady, TurnEnd, TurnLimits, TurnLine, TurnMsg, TurnSpec,
+    compress_between_turns, run,
 };

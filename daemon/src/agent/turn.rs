@@ -82,6 +82,8 @@ pub enum TurnMsg {
     /// A compression asked for between turns ended: what it did, or why
     /// it failed.
     CompressionEnded(Result<Option<Compressed>, String>),
+    /// Hooks the turn fired ran: each is a `hookRun` event.
+    HookRuns(Vec<crate::hooks::HookRun>),
     /// The turn is over.
     Finished(TurnEnd),
 }
@@ -89,7 +91,8 @@ pub enum TurnMsg {
 /// How a turn ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnEnd {
-    /// `completed`, `cancelled`, `error`, `max_steps`, `loop_detected`.
+    /// `completed`, `cancelled`, `error`, `max_steps`, `loop_detected`,
+    /// `blocked`/`stopped` (a BeforeAgent hook).
     pub reason: &'static str,
     pub message: Option<String>,
     pub usage: Usage,
@@ -101,6 +104,16 @@ pub struct TurnSpec {
     pub text: String,
     /// The prompt's parts after its text (`session.prompt {parts}`).
     pub parts: Vec<geminid_protocol::turn::PromptPart>,
+    /// What hooks added before this prompt (SessionStart's context): a
+    /// text part ahead of the prompt's.
+    pub hook_context: Option<String>,
+    /// The BeforeAgent hooks to fire before the first request, if any.
+    pub before_agent: Option<AgentHooks>,
+    /// The AfterAgent hooks to fire on the turn's final response, if any.
+    pub after_agent: Option<AgentHooks>,
+    /// The PreCompress hooks for this job's trigger (`auto` in a turn,
+    /// `manual` between turns), fired before each compression.
+    pub pre_compress: Option<AgentHooks>,
     /// Where its references are read; `None`: nothing is read (the text
     /// goes as it is).
     pub references: Option<super::references::ReferenceReader>,
@@ -128,6 +141,13 @@ pub struct TurnSpec {
     pub calibration: Calibration,
     pub limits: TurnLimits,
     pub cancel: CancellationToken,
+}
+
+/// Hooks a turn fires itself: the plan and the session's hook
+/// environment; their runs go to the actor as `TurnMsg::HookRuns`.
+pub struct AgentHooks {
+    pub plan: crate::hooks::Plan,
+    pub env: crate::hooks::HookEnv,
 }
 
 /// What a turn waits for before its first request: the servers' names and
@@ -213,6 +233,28 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
         }
         None => Content::user_text(spec.text.clone()),
     };
+    let mut user = user;
+    if let Some(context) = &spec.hook_context {
+        user.parts.insert(0, Part::text(context.clone()));
+    }
+    if let Some(hooks) = &spec.before_agent {
+        use crate::hooks::lifecycle::{self, BeforeAgent};
+        let fields = lifecycle::before_agent_input(&spec.text);
+        let fired = crate::hooks::fire(&hooks.plan, &hooks.env, fields, &spec.cancel).await;
+        sink.send(TurnMsg::HookRuns(fired.runs));
+        if spec.cancel.is_cancelled() {
+            return ("cancelled", None);
+        }
+        match lifecycle::before_agent(fired.merged.as_ref()) {
+            BeforeAgent::Blocked(reason) => return ("blocked", Some(reason)),
+            BeforeAgent::Stopped(reason) => {
+                sink.send(TurnMsg::History(user));
+                return ("stopped", Some(reason));
+            }
+            BeforeAgent::Proceed(Some(context)) => user.parts.push(Part::text(context)),
+            BeforeAgent::Proceed(None) => {}
+        }
+    }
     sink.send(TurnMsg::History(user.clone()));
     let mut contents = spec.history.clone();
     contents.push(user);
@@ -227,6 +269,8 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
         normalized(&out)
     };
     let mut seen: HashMap<String, u32> = HashMap::new();
+    let mut asked = spec.text.clone();
+    let mut stop_hook_active = false;
     let mut prefix = spec.prefix.clone();
     let mut calibration = spec.calibration;
     let mut compression_failed = false;
@@ -304,12 +348,35 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
             role: Role::Model,
             parts: response,
         };
+        let said = match &spec.after_agent {
+            Some(_) => final_text(&content.parts),
+            None => String::new(),
+        };
         if !content.parts.is_empty() {
             sink.send(TurnMsg::History(content.clone()));
             contents.push(content);
         }
         if calls.is_empty() {
-            return ("completed", None);
+            let Some(hooks) = &spec.after_agent else {
+                return ("completed", None);
+            };
+            use crate::hooks::lifecycle::{self, AfterAgent};
+            let fields = lifecycle::after_agent_input(&asked, &said, stop_hook_active);
+            let fired = crate::hooks::fire(&hooks.plan, &hooks.env, fields, &spec.cancel).await;
+            sink.send(TurnMsg::HookRuns(fired.runs));
+            match lifecycle::after_agent(fired.merged.as_ref()) {
+                AfterAgent::Done => return ("completed", None),
+                AfterAgent::Stopped(reason) => return ("stopped", Some(reason)),
+                AfterAgent::Again(reason) => {
+                    // The reason goes to the model as the next request.
+                    let again = Content::user_text(reason.clone());
+                    sink.send(TurnMsg::History(again.clone()));
+                    contents.push(again);
+                    asked = reason;
+                    stop_hook_active = true;
+                    continue;
+                }
+            }
         }
         if let Some(repeated) = repeated_call(&mut seen, &calls, spec.limits.loop_threshold) {
             let message = format!(
@@ -341,6 +408,15 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
             spec.limits.max_steps
         )),
     )
+}
+
+/// The text of a final response (thoughts left out), for AfterAgent.
+fn final_text(parts: &[Part]) -> String {
+    parts
+        .iter()
+        .filter(|p| !p.thought)
+        .filter_map(|p| p.text.as_deref())
+        .collect()
 }
 
 /// The system instruction: `GEMINI_SYSTEM_MD`'s file or the built-in
@@ -531,6 +607,13 @@ async fn compress(
         });
         return Err(message);
     };
+    if let Some(hooks) = &spec.pre_compress {
+        // Advisory: what it says changes nothing.
+        let mut fields = serde_json::Map::new();
+        fields.insert("trigger".into(), trigger.into());
+        let fired = crate::hooks::fire(&hooks.plan, &hooks.env, fields, &spec.cancel).await;
+        sink.send(TurnMsg::HookRuns(fired.runs));
+    }
     let on_usage = |usage: Usage, estimated: u64| {
         sink.send(TurnMsg::Usage {
             purpose: "compression",

@@ -3,11 +3,13 @@
 //! and turns. Pure core: `config.rs` (a settings file's hooks),
 //! `plan.rs` (which hooks run for one firing), `output.rs` (what a hook
 //! said, and one firing's outputs merged); `tool.rs` what BeforeTool and
-//! AfterTool mean for a call; IO edge: `runner.rs` (processes), `book.rs`
+//! AfterTool mean for a call, `lifecycle.rs` what SessionStart and
+//! SessionEnd mean for a session; IO edge: `runner.rs` (processes), `book.rs`
 //! (the settings files, per workspace).
 
 mod book;
 mod config;
+pub mod lifecycle;
 mod output;
 mod plan;
 mod runner;

@@ -40,7 +40,7 @@ const MAX_BATCH: usize = 256;
 const BROADCAST_CAPACITY: usize = 1024;
 /// How long a stopping session waits for running calls to acknowledge
 /// their cancellation.
-const STOP_GRACE: Duration = Duration::from_secs(5);
+pub(super) const STOP_GRACE: Duration = Duration::from_secs(5);
 /// How soon a failed commit (disk full, read-only store) is tried again.
 const COMMIT_RETRY: Duration = Duration::from_secs(1);
 
@@ -74,6 +74,10 @@ pub(super) enum Internal {
     Turn {
         turn_id: String,
         msg: TurnMsg,
+    },
+    /// The SessionStart hooks reported.
+    SessionStarted {
+        fired: crate::hooks::Fired,
     },
 }
 
@@ -145,6 +149,8 @@ pub(super) struct Actor {
     unloader: super::idle::Unloader,
     /// What hooks did to the calls they ran for.
     pub(super) call_hooks: HashMap<String, crate::hooks::tool::CallHooks>,
+    /// Where the SessionStart hooks are, and the context they added.
+    pub(super) session_start: crate::hooks::lifecycle::SessionStart,
 }
 
 /// How `session.compress` is answered.
@@ -242,6 +248,7 @@ pub fn spawn(
         call_turns: HashMap::new(),
         unloader,
         call_hooks: HashMap::new(),
+        session_start: crate::hooks::lifecycle::SessionStart::default(),
     };
     tracker.spawn(async move {
         if fresh {
@@ -257,6 +264,9 @@ pub fn spawn(
             actor.pending.record = Some(actor.record.clone());
         }
         actor.recover(interrupted);
+        // Queued prompts wait for the SessionStart hooks (their context
+        // goes before the next prompt).
+        actor.start_session_hooks(fresh);
         actor.recover_prompts(pending_prompts);
         actor.commit();
         actor.run(commands_rx, internal_rx).await;
@@ -491,6 +501,7 @@ impl Actor {
                 return self.emit_hook_runs(call_id.as_deref(), &runs);
             }
             Internal::Turn { turn_id, msg } => return self.on_turn(turn_id, msg),
+            Internal::SessionStarted { fired } => return self.session_started(fired),
         };
         self.apply(effects);
     }
@@ -500,6 +511,7 @@ impl Actor {
     async fn stop(&mut self, reason: &str, internal: &mut mpsc::UnboundedReceiver<Internal>) {
         self.stopping = true;
         self.cancel_turn();
+        self.end_session_hooks(reason).await;
         let effects = self.scheduler.cancel_all(reason);
         self.apply(effects);
         let deadline = tokio::time::Instant::now() + STOP_GRACE;

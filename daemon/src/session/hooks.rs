@@ -2,7 +2,9 @@
 //! check (a rewrite is validated and checked by the policy again; a hook's
 //! `ask` makes a person decide, or refuses in a session nobody answers),
 //! AfterTool around a call's result, Notification when a call starts
-//! waiting for approval (in any session, attached or not). Every hook run
+//! waiting for approval (in any session, attached or not), SessionStart
+//! when the actor starts (prompts wait for it; its context goes before
+//! the next prompt) and SessionEnd when it stops. Every hook run
 //! is a `hookRun` event. Hook processes are killed when their call (or the
 //! session) is cancelled.
 
@@ -12,6 +14,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::actor::{Actor, Internal};
+use crate::hooks::lifecycle;
 use crate::hooks::tool::{self as hook_tool, Before, CallHooks};
 use crate::hooks::{Fired, HookEnv, HookEvent, HookRun, Subject};
 use crate::scheduler::{CallError, CallState, Prepared, ToolCall};
@@ -196,6 +199,84 @@ impl Actor {
             }
             self.emit(wire::hook_run(run, call_id));
         }
+    }
+}
+
+impl Actor {
+    /// The hooks a turn fires itself for `event` (matched on `trigger`
+    /// when it has one); `None` when none is configured: the turn does not
+    /// wait for anything.
+    pub(super) fn agent_hooks(
+        &self,
+        event: HookEvent,
+        trigger: Option<&str>,
+    ) -> Option<crate::agent::AgentHooks> {
+        let set = self
+            .deps
+            .hooks
+            .for_root(std::path::Path::new(&self.record.cwd));
+        let subject = trigger.map_or(Subject::None, Subject::Trigger);
+        let plan = set.plan(event, subject)?;
+        Some(crate::agent::AgentHooks {
+            plan,
+            env: self.hook_env(),
+        })
+    }
+
+    /// Fires SessionStart (`startup` for a new session, `resume` for a
+    /// stored one); prompts wait until it reports.
+    pub(super) fn start_session_hooks(&mut self, fresh: bool) {
+        let set = self
+            .deps
+            .hooks
+            .for_root(std::path::Path::new(&self.record.cwd));
+        let source = lifecycle::start_source(fresh);
+        let Some(plan) = set.plan(HookEvent::SessionStart, Subject::Trigger(source)) else {
+            return;
+        };
+        self.session_start.running = true;
+        let env = self.hook_env();
+        let internal = self.internal.clone();
+        let cancel = self.cancel.child_token();
+        self.tasks.spawn(async move {
+            let fired =
+                crate::hooks::fire(&plan, &env, lifecycle::start_input(source), &cancel).await;
+            let _ = internal.send(Internal::SessionStarted { fired });
+        });
+    }
+
+    /// SessionStart reported: its runs are events, its context waits for
+    /// the next prompt, and queued prompts start.
+    pub(super) fn session_started(&mut self, fired: Fired) {
+        self.emit_hook_runs(None, &fired.runs);
+        self.session_start.running = false;
+        self.session_start.context = lifecycle::start_context(fired.merged.as_ref());
+        self.start_next_turn();
+    }
+
+    /// Fires SessionEnd as the actor stops and waits for it (bounded by
+    /// the hooks' own timeouts and the stop grace); its runs are events.
+    pub(super) async fn end_session_hooks(&mut self, stop_reason: &str) {
+        let set = self
+            .deps
+            .hooks
+            .for_root(std::path::Path::new(&self.record.cwd));
+        let reason = lifecycle::end_reason(stop_reason);
+        let Some(plan) = set.plan(HookEvent::SessionEnd, Subject::Trigger(reason)) else {
+            return;
+        };
+        let env = self.hook_env();
+        // Its own token: the session's is cancelled as it stops.
+        let cancel = CancellationToken::new();
+        // Hooks still running after the stop grace are killed (and said).
+        let timer = cancel.clone();
+        let grace = tokio::spawn(async move {
+            tokio::time::sleep(super::actor::STOP_GRACE).await;
+            timer.cancel();
+        });
+        let fired = crate::hooks::fire(&plan, &env, lifecycle::end_input(reason), &cancel).await;
+        grace.abort();
+        self.emit_hook_runs(None, &fired.runs);
     }
 }
 

@@ -60,8 +60,8 @@ impl Actor {
     }
 
     /// Starts the next queued prompt when no turn runs.
-    fn start_next_turn(&mut self) {
-        if self.stopping {
+    pub(super) fn start_next_turn(&mut self) {
+        if self.stopping || self.session_start.running {
             return;
         }
         let Some(mut prompt) = self.prompts.take_next() else {
@@ -109,6 +109,10 @@ impl Actor {
             turn_id: turn_id.clone(),
             text: prompt.text,
             parts: prompt.parts,
+            hook_context: self.session_start.context.take(),
+            before_agent: self.agent_hooks(crate::hooks::HookEvent::BeforeAgent, None),
+            after_agent: self.agent_hooks(crate::hooks::HookEvent::AfterAgent, None),
+            pre_compress: self.agent_hooks(crate::hooks::HookEvent::PreCompress, Some("auto")),
             references: Some(agent::references::ReferenceReader {
                 files: self.ctx.clone(),
                 resources: Some(std::sync::Arc::new(super::resource_refs::McpResourceRefs(
@@ -195,6 +199,7 @@ impl Actor {
                 }
                 self.start_next_turn();
             }
+            TurnMsg::HookRuns(runs) => self.emit_hook_runs(None, &runs),
             TurnMsg::Finished(end) => self.finish_turn(&turn_id, end),
         }
     }
@@ -279,6 +284,10 @@ impl Actor {
             turn_id: job_id.clone(),
             text: String::new(),
             parts: Vec::new(),
+            hook_context: None,
+            before_agent: None,
+            after_agent: None,
+            pre_compress: self.agent_hooks(crate::hooks::HookEvent::PreCompress, Some("manual")),
             references: None,
             history,
             model,
