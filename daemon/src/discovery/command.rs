@@ -215,7 +215,7 @@ impl Tool for DiscoveredTool {
             cwd: self.cwd.clone(),
             args: args.clone(),
             sandbox: ctx.sandbox.clone(),
-            roots: ctx.roots().iter().map(|r| r.path().to_path_buf()).collect(),
+            roots: ctx.roots().to_vec(),
         }))
     }
 }
@@ -228,7 +228,7 @@ struct DiscoveredCall {
     /// The session's sandbox, applied to the call command as to shell
     /// commands.
     sandbox: crate::sandbox::SessionSandbox,
-    roots: Vec<PathBuf>,
+    roots: Vec<crate::tools::PinnedRoot>,
 }
 
 #[async_trait]

@@ -198,6 +198,7 @@ pub fn prepare(
                 .prepare(cwd.map(|path| WorkDir {
                     path,
                     identity: None,
+                    pinned: &[],
                 }))
                 .map_err(|e| format!("the sandbox could not be prepared: {e}"))?;
             Ok(Applied {

@@ -77,6 +77,7 @@ fn run(plan: &Plan, cwd: &Path, script: &str) -> Result<(bool, String), String> 
         Some(child::WorkDir {
             path: cwd,
             identity: None,
+            pinned: &[],
         }),
     )
     .map_err(|e| e.to_string())?;

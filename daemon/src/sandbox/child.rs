@@ -134,6 +134,10 @@ pub struct WorkDir<'a> {
     pub path: &'a Path,
     /// `None`: the path's directory now (self-tests only).
     pub identity: Option<(u64, u64)>,
+    /// The roots as pinned when the session began: their instruction
+    /// places are made from these descriptors (a root whose path is now a
+    /// link is still the pinned directory).
+    pub pinned: &'a [crate::tools::PinnedRoot],
 }
 
 /// Prepares `plan` for a command that will run in `cwd`.
@@ -151,7 +155,7 @@ pub fn prepare(plan: &Plan, abi: i32, cwd: Option<WorkDir<'_>>) -> io::Result<Pr
     let mut created = ruleset.create().map_err(ll)?;
     // Missing instruction places of the roots: made and held (see
     // `instructions.rs`).
-    let guard = super::instructions::guard(&plan.roots)?;
+    let guard = super::instructions::guard(&plan.roots, cwd.map_or(&[][..], |c| c.pinned))?;
     for dir in &plan.writable {
         if let Ok(fd) = PathFd::new(dir) {
             created = created.add_rule(PathBeneath::new(fd, write)).map_err(ll)?;

@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags};
 
+use crate::tools::PinnedRoot;
+
 /// What one root needs beyond the plan.
 #[derive(Debug, Default)]
 pub struct RootGuard {
@@ -33,10 +35,22 @@ pub struct RootGuard {
 /// is made and looked at relative to that descriptor, never by path: a
 /// root swapped for a link to elsewhere fails here instead of getting a
 /// `.gemini` made in the place the link points to.
-pub fn guard(roots: &[PathBuf]) -> io::Result<RootGuard> {
+pub fn guard(roots: &[PathBuf], pinned: &[PinnedRoot]) -> io::Result<RootGuard> {
     let mut out = RootGuard::default();
     for root in roots {
-        let dir = open_dir(rustix::fs::CWD, root).map_err(|e| {
+        let opened = match pinned.iter().find(|p| p.path() == root.as_path()) {
+            // The directory pinned at the session's start, whatever its
+            // path leads to now.
+            Some(p) => rustix::fs::openat(
+                p.dir(),
+                ".",
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .map_err(io::Error::from),
+            None => open_dir(rustix::fs::CWD, root),
+        };
+        let dir = opened.map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!(
@@ -112,7 +126,7 @@ mod tests {
             std::fs::create_dir_all(dir).unwrap();
         }
         std::fs::write(repo.join(".git/config"), "").unwrap();
-        let g = guard(&[plain.clone(), repo.clone(), bare.clone()]).unwrap();
+        let g = guard(&[plain.clone(), repo.clone(), bare.clone()], &[]).unwrap();
         assert_eq!(g.hold, vec![bare.join(".git")]);
         for made in [
             plain.join(".gemini"),
@@ -133,7 +147,7 @@ mod tests {
         std::fs::create_dir(&outside).unwrap();
         let root = tmp.path().join("ws");
         std::os::unix::fs::symlink(&outside, &root).unwrap();
-        assert!(guard(std::slice::from_ref(&root)).is_err());
+        assert!(guard(std::slice::from_ref(&root), &[]).is_err());
         assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0);
     }
 }

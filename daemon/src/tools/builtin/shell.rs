@@ -131,7 +131,7 @@ impl Tool for ShellTool {
             config,
             sandbox: ctx.sandbox.clone(),
             network_granted: false,
-            roots: ctx.roots().iter().map(|r| r.path().to_path_buf()).collect(),
+            roots: ctx.roots().to_vec(),
         }))
     }
 }
@@ -196,7 +196,9 @@ struct ShellInvocation {
     sandbox: crate::sandbox::SessionSandbox,
     /// A policy rule granted the network (`sandboxNetwork`).
     network_granted: bool,
-    roots: Vec<PathBuf>,
+    /// The session's roots, pinned: the sandbox prepares them from their
+    /// descriptors, whatever their paths lead to now.
+    roots: Vec<PinnedRoot>,
 }
 
 impl ShellInvocation {

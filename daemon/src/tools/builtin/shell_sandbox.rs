@@ -30,7 +30,7 @@ impl Jail {
     /// `unsandboxed`: the call asked (and was approved) to run outside.
     pub fn decide(
         sandbox: &SessionSandbox,
-        roots: &[PathBuf],
+        pinned: &[crate::tools::PinnedRoot],
         cwd: &Path,
         cwd_identity: (u64, u64),
         unsandboxed: bool,
@@ -48,7 +48,8 @@ impl Jail {
                 "\nSandbox: off for this call (approved to run outside the sandbox)".to_owned(),
             ));
         }
-        match sandbox.decide(roots) {
+        let roots: Vec<PathBuf> = pinned.iter().map(|r| r.path().to_path_buf()).collect();
+        match sandbox.decide(&roots) {
             Decision::Unsandboxed(None) => Ok(none(String::new())),
             Decision::Unsandboxed(Some(note)) => Ok(none(format!("\nSandbox: {note}"))),
             Decision::Refuse(why) => Err(ToolError::new(
@@ -60,6 +61,7 @@ impl Jail {
                     .prepare(Some(crate::sandbox::WorkDir {
                         path: cwd,
                         identity: Some(cwd_identity),
+                        pinned,
                     }))
                     .map_err(|e| {
                         ToolError::execution(format!(
