@@ -517,6 +517,27 @@ pub fn print_load(label: &str) {
     println!("- {label}: {}", parts.join(" "));
 }
 
+/// What a call gave back as text: its result's text parts, then its
+/// error's message (for checking what a refusal said).
+pub fn call_text(s: &geminid_protocol::tool::ToolCallSnapshot) -> String {
+    use geminid_protocol::tool::ContentPart;
+    let result: String = s
+        .result
+        .iter()
+        .flat_map(|r| &r.llm_content)
+        .filter_map(|p| match p {
+            ContentPart::Text { text } => Some(text.as_str()),
+            ContentPart::InlineData { .. } => None,
+        })
+        .collect();
+    let error = s
+        .error
+        .as_ref()
+        .map(|e| e.message.clone())
+        .unwrap_or_default();
+    format!("{result}{error}")
+}
+
 /// Calls `tool` with `args` in `session` and waits for its final snapshot.
 pub async fn call_and_wait(
     client: &Client,

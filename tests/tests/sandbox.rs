@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use geminid_protocol::session::ApprovalMode;
-use geminid_protocol::tool::{CallState, ContentPart, ToolCallSnapshot};
+use geminid_protocol::tool::{CallState, ToolCallSnapshot};
 use geminid_tests::*;
 use serde_json::json;
 
@@ -37,24 +37,6 @@ fn setup() -> Setup {
         outside,
         _tmp: tmp,
     }
-}
-
-fn text_of(s: &ToolCallSnapshot) -> String {
-    let result: String = s
-        .result
-        .iter()
-        .flat_map(|r| &r.llm_content)
-        .filter_map(|p| match p {
-            ContentPart::Text { text } => Some(text.as_str()),
-            ContentPart::InlineData { .. } => None,
-        })
-        .collect();
-    let error = s
-        .error
-        .as_ref()
-        .map(|e| e.message.clone())
-        .unwrap_or_default();
-    format!("{result}{error}")
 }
 
 async fn shell(c: &Client, session: &str, command: &str) -> ToolCallSnapshot {
@@ -146,7 +128,7 @@ async fn writes_outside_the_workspace_are_refused_however_spelled() {
     ];
     for (name, command, target) in &cases {
         let snap = shell(&c, &session, command).await;
-        let text = text_of(&snap);
+        let text = call_text(&snap);
         assert!(
             !target.exists(),
             "{name}: {} was written\n{text}",
@@ -169,11 +151,11 @@ async fn writes_outside_the_workspace_are_refused_however_spelled() {
         std::fs::read_to_string(out.join("victim.txt")).unwrap(),
         "orig",
         "{}",
-        text_of(&snap)
+        call_text(&snap)
     );
     // The result names what was refused, and how to ask.
     let snap = shell(&c, &session, &format!("touch {}/named.txt", out.display())).await;
-    let text = text_of(&snap);
+    let text = call_text(&snap);
     assert!(text.contains("The sandbox may have refused"), "{text}");
     assert!(
         text.contains(&format!("{}/named.txt", out.display())),
@@ -196,19 +178,19 @@ async fn workspace_writes_still_work() {
          && cat \"$TMPDIR/t\" && echo done > /dev/null && echo ok > e.txt",
     )
     .await;
-    assert_eq!(snap.state, CallState::Success, "{}", text_of(&snap));
+    assert_eq!(snap.state, CallState::Success, "{}", call_text(&snap));
     assert!(
-        text_of(&snap).contains("Exit Code: 0"),
+        call_text(&snap).contains("Exit Code: 0"),
         "{}",
-        text_of(&snap)
+        call_text(&snap)
     );
     assert_eq!(std::fs::read_to_string(ws.join("b.txt")).unwrap(), "hi\n");
     assert_eq!(std::fs::read_to_string(ws.join("e.txt")).unwrap(), "ok\n");
     assert!(ws.join("c.txt").is_symlink());
     assert!(
-        !text_of(&snap).contains("may have refused"),
+        !call_text(&snap).contains("may have refused"),
         "{}",
-        text_of(&snap)
+        call_text(&snap)
     );
 }
 
@@ -237,7 +219,7 @@ async fn git_config_and_hooks_are_read_only_inside_the_workspace() {
             std::fs::read_to_string(ws.join(".git/config")).unwrap(),
             "[core]\n",
             "{a}: {}",
-            text_of(&snap)
+            call_text(&snap)
         );
         assert!(!ws.join(".git/hooks/pre-commit").exists(), "{a}");
         assert!(ws.join(".git/hooks").is_dir(), "{a}");
@@ -252,9 +234,9 @@ async fn git_config_and_hooks_are_read_only_inside_the_workspace() {
     )
     .await;
     assert!(
-        text_of(&snap).contains("Exit Code: 0"),
+        call_text(&snap).contains("Exit Code: 0"),
         "{}",
-        text_of(&snap)
+        call_text(&snap)
     );
 }
 
@@ -274,7 +256,7 @@ async fn a_secret_is_hidden() {
         &format!("cat {}/*", s.d.data_dir.display()),
     ] {
         let snap = shell(&c, &session, command).await;
-        let text = text_of(&snap);
+        let text = call_text(&snap);
         assert!(!text.contains("SECRET-KEY-MATERIAL"), "{command}: {text}");
         assert!(!text.contains("U0VDUkVU"), "{command}: {text}");
     }
@@ -296,7 +278,7 @@ async fn no_connection_leaves_the_sandbox() {
         ),
     )
     .await;
-    let text = text_of(&snap);
+    let text = call_text(&snap);
     assert!(!text.contains("CONNECTED"), "{text}");
     assert!(listener.accept().is_err(), "a connection arrived");
     assert!(text.contains("Refused network access"), "{text}");
@@ -311,7 +293,11 @@ async fn no_connection_leaves_the_sandbox() {
         ),
     )
     .await;
-    assert!(!text_of(&snap).contains("REACHED"), "{}", text_of(&snap));
+    assert!(
+        !call_text(&snap).contains("REACHED"),
+        "{}",
+        call_text(&snap)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -332,7 +318,7 @@ async fn a_double_fork_stays_confined_after_the_call() {
         ),
     )
     .await;
-    assert!(text_of(&snap).contains("started"), "{}", text_of(&snap));
+    assert!(call_text(&snap).contains("started"), "{}", call_text(&snap));
     let deadline = Instant::now() + Duration::from_secs(15);
     while !ws.join("late-marker").exists() && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -355,7 +341,7 @@ async fn the_session_decides_and_leaving_the_sandbox_asks() {
     // sandbox "off" at session.create: a yolo session runs unsandboxed.
     let off = session_with(&c, ws, Some("off")).await;
     let snap = shell(&c, &off, &format!("echo x > {}/off.txt", out.display())).await;
-    assert!(out.join("off.txt").exists(), "{}", text_of(&snap));
+    assert!(out.join("off.txt").exists(), "{}", call_text(&snap));
     // An unknown mode is refused at create.
     let bad = c
         .create_session(
@@ -384,11 +370,11 @@ async fn the_session_decides_and_leaving_the_sandbox_asks() {
         .unwrap()
         .session_id;
     let snap = shell(&c, &on, "echo x > ro.txt").await;
-    assert!(!ws.join("ro.txt").exists(), "{}", text_of(&snap));
+    assert!(!ws.join("ro.txt").exists(), "{}", call_text(&snap));
     assert!(
-        text_of(&snap).contains("Sandbox: read-only"),
+        call_text(&snap).contains("Sandbox: read-only"),
         "{}",
-        text_of(&snap)
+        call_text(&snap)
     );
     // Asking to leave the sandbox is a separate decision: refused in a
     // non-interactive yolo session, whatever the policy says.
@@ -402,14 +388,14 @@ async fn the_session_decides_and_leaving_the_sandbox_asks() {
         .await
         .unwrap();
     let snap = started.outcome.unwrap();
-    assert_ne!(snap.state, CallState::Success, "{}", text_of(&snap));
+    assert_ne!(snap.state, CallState::Success, "{}", call_text(&snap));
     assert!(!out.join("escape.txt").exists());
     assert!(
         snap.decided_by
             .as_deref()
             .unwrap_or_default()
             .contains("Unsandboxed Command")
-            || text_of(&snap).contains("outside the sandbox"),
+            || call_text(&snap).contains("outside the sandbox"),
         "{snap:?}"
     );
 }
@@ -484,7 +470,7 @@ async fn sandbox_latency() {
             let start = Instant::now();
             let snap = shell(&c, session, "true").await;
             let took = start.elapsed().as_secs_f64() * 1000.0;
-            assert_eq!(snap.state, CallState::Success, "{}", text_of(&snap));
+            assert_eq!(snap.state, CallState::Success, "{}", call_text(&snap));
             if session == &on {
                 t_on.push(took);
             } else {
@@ -558,11 +544,11 @@ async fn discovered_call_commands_are_sandboxed() {
         .await
         .outcome
         .unwrap();
-    assert!(!target.exists(), "{}", text_of(&snap));
+    assert!(!target.exists(), "{}", call_text(&snap));
     assert!(
-        text_of(&snap).contains("Sandbox: workspace-write"),
+        call_text(&snap).contains("Sandbox: workspace-write"),
         "{}",
-        text_of(&snap)
+        call_text(&snap)
     );
     // The same call unsandboxed writes it: the command did run above.
     let off = session_with(&c, &s.d.workspace, Some("off")).await;
@@ -570,5 +556,5 @@ async fn discovered_call_commands_are_sandboxed() {
         .await
         .outcome
         .unwrap();
-    assert!(target.exists(), "{}", text_of(&snap));
+    assert!(target.exists(), "{}", call_text(&snap));
 }

@@ -5,27 +5,9 @@
 
 use std::path::Path;
 
-use geminid_protocol::tool::{CallState, ContentPart, ToolCallSnapshot};
+use geminid_protocol::tool::{CallState, ToolCallSnapshot};
 use geminid_tests::*;
 use serde_json::json;
-
-fn text_of(s: &ToolCallSnapshot) -> String {
-    let result: String = s
-        .result
-        .iter()
-        .flat_map(|r| &r.llm_content)
-        .filter_map(|p| match p {
-            ContentPart::Text { text } => Some(text.as_str()),
-            ContentPart::InlineData { .. } => None,
-        })
-        .collect();
-    let error = s
-        .error
-        .as_ref()
-        .map(|e| e.message.clone())
-        .unwrap_or_default();
-    format!("{result}{error}")
-}
 
 async fn shell(c: &Client, session: &str, command: &str) -> ToolCallSnapshot {
     let snap = call_and_wait(
@@ -37,7 +19,7 @@ async fn shell(c: &Client, session: &str, command: &str) -> ToolCallSnapshot {
     .await
     .outcome
     .expect("final snapshot");
-    assert_eq!(snap.state, CallState::Success, "{}", text_of(&snap));
+    assert_eq!(snap.state, CallState::Success, "{}", call_text(&snap));
     snap
 }
 
@@ -51,7 +33,7 @@ fn daemon() -> (TestDaemon, tempfile::TempDir) {
 }
 
 fn ok(snap: &ToolCallSnapshot) -> bool {
-    text_of(snap).contains("Exit Code: 0") || !text_of(snap).contains("Exit Code")
+    call_text(snap).contains("Exit Code: 0") || !call_text(snap).contains("Exit Code")
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -72,7 +54,7 @@ async fn a_workspace_without_gemini_cannot_be_given_one() {
         assert!(
             !ws.join(".gemini/settings.json").exists(),
             "{a}: {}",
-            text_of(&snap)
+            call_text(&snap)
         );
     }
     // Work in the workspace goes on, at its top level too.
@@ -82,14 +64,14 @@ async fn a_workspace_without_gemini_cannot_be_given_one() {
         "mkdir -p sub/deep && echo x > sub/deep/f && echo y > top.txt",
     )
     .await;
-    assert!(ok(&snap), "{}", text_of(&snap));
+    assert!(ok(&snap), "{}", call_text(&snap));
     assert!(ws.join("sub/deep/f").is_file() && ws.join("top.txt").is_file());
     // A `.git` a command creates where none was is reported.
     let snap = shell(&c, &session, "mkdir .git").await;
     assert!(
-        text_of(&snap).contains("Warning: the command created"),
+        call_text(&snap).contains("Warning: the command created"),
         "{}",
-        text_of(&snap)
+        call_text(&snap)
     );
 }
 
@@ -110,11 +92,11 @@ async fn a_repository_without_hooks_cannot_be_given_them() {
         let hooks: Vec<_> = std::fs::read_dir(ws.join(".git/hooks"))
             .map(|r| r.flatten().map(|e| e.file_name()).collect())
             .unwrap_or_default();
-        assert!(hooks.is_empty(), "{a}: {hooks:?} {}", text_of(&snap));
+        assert!(hooks.is_empty(), "{a}: {hooks:?} {}", call_text(&snap));
         assert!(!ws.join(".gemini/settings.json").exists(), "{a}");
     }
     // The repository's own work goes on, and new top-level files too.
     let snap = shell(&c, &session, "mkdir -p .git/objects/ab && echo x > new.txt").await;
-    assert!(ok(&snap), "{}", text_of(&snap));
+    assert!(ok(&snap), "{}", call_text(&snap));
     assert!(ws.join("new.txt").is_file());
 }
