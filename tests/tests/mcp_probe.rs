@@ -13,8 +13,8 @@ use serde_json::{Value, json};
 
 /// A stdio MCP server: `hello` answers with its working directory and
 /// `$PROBE_MARK`, `ask` asks the client to elicit a name (default `Ada`)
-/// and answers with what came back, `count` reports three steps of
-/// progress, `slow` never answers. Its arguments are ignored (a marker to
+/// and answers with what came back, `count` reports sixty steps of
+/// progress in one burst, `slow` never answers. Its arguments are ignored (a marker to
 /// find the process by).
 const SERVER: &str = r#"
 import json, os, sys
@@ -52,9 +52,9 @@ for line in lines:
             result = text(json.dumps(answer.get("result") or answer.get("error"), sort_keys=True))
         elif name == "count":
             token = params.get("_meta", {}).get("progressToken")
-            for step in (1, 2, 3):
+            for step in range(1, 61):
                 send({"jsonrpc": "2.0", "method": "notifications/progress", "params": {
-                    "progressToken": token, "progress": step, "total": 3, "message": "step %d" % step}})
+                    "progressToken": token, "progress": step, "total": 60, "message": "step %d" % step}})
             result = text("counted")
         elif name == "slow":
             continue
@@ -181,12 +181,11 @@ fn progress_goes_to_stderr_and_bad_input_fails() {
     assert_eq!(code, 0, "{out}{err}");
     let result = json!({"tool": "count", "content": [{"type": "text", "text": "<untrusted_context>\ncounted\n</untrusted_context>"}]});
     assert!(out.ends_with(&format!("\n{result}\n")), "{out}");
+    // rmcp hands each notification to a task of its own; a burst must
+    // still come out in the order the server sent it.
     let steps: Vec<&str> = err.lines().filter(|l| l.contains("step")).collect();
-    assert_eq!(
-        steps,
-        ["[1/3] step 1", "[2/3] step 2", "[3/3] step 3"],
-        "{err}"
-    );
+    let sent: Vec<String> = (1..=60).map(|i| format!("[{i}/60] step {i}")).collect();
+    assert_eq!(steps, sent, "{err}");
 
     let (code, _, err) = probe(&["--call", "hello", "--args", "[1]", "python3 probe_peer.py"]);
     assert_eq!(code, 1, "{err}");

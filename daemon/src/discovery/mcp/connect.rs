@@ -12,12 +12,14 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::sink_stream::SinkStreamTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::Notify;
 
 use super::oauth;
+use super::ordered::InOrder;
 use super::sse;
 use super::stdio::ChildTransport;
 use crate::discovery::settings::Transport;
@@ -88,6 +90,29 @@ impl Hooks {
     pub fn report_invalid_json(&self, problem: String) {
         tracing::warn!(%problem, "an MCP server wrote a line that is not JSON");
         self.invalid_json.send_replace(Some(problem));
+    }
+
+    /// Sends one progress notification to the call that asked for it
+    /// (called in arrival order, see `ordered.rs`).
+    pub fn route_progress(&self, params: &ProgressNotificationParam) {
+        let progress = self
+            .progress
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&token_key(&params.progress_token))
+            .cloned();
+        let Some(progress) = progress else {
+            return;
+        };
+        let amount = match params.total {
+            Some(total) => format!("{}/{}", params.progress, total),
+            None => params.progress.to_string(),
+        };
+        let line = match &params.message {
+            Some(message) => format!("[{amount}] {message}\n"),
+            None => format!("[{amount}]\n"),
+        };
+        progress.push(line);
     }
 
     pub fn watch_progress(&self, token: &ProgressToken, sink: OutputSink) -> ProgressGuard<'_> {
@@ -207,31 +232,6 @@ fn token_key(token: &ProgressToken) -> String {
 pub struct Handler(pub Arc<Hooks>);
 
 impl ClientHandler for Handler {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let progress = self
-            .0
-            .progress
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&token_key(&params.progress_token))
-            .cloned();
-        if let Some(progress) = progress {
-            let amount = match params.total {
-                Some(total) => format!("{}/{}", params.progress, total),
-                None => params.progress.to_string(),
-            };
-            let line = match &params.message {
-                Some(message) => format!("[{amount}] {message}\n"),
-                None => format!("[{amount}]\n"),
-            };
-            progress.push(line);
-        }
-    }
-
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.0.lists_changed.notify_one();
     }
@@ -409,6 +409,7 @@ async fn connect_inner(
             let report: super::stdio::ReportInvalid =
                 Arc::new(move |problem| hooks.report_invalid_json(problem));
             let child = ChildTransport::new(child, report).map_err(spawn_error)?;
+            let child = InOrder::new(child, handler.0.clone());
             let service = handler.serve(child).await.map_err(init)?;
             Ok(Connection { service, group })
         }
@@ -429,6 +430,7 @@ async fn connect_inner(
                 config.auth_header = bearer;
             }
             let transport = StreamableHttpClientTransport::from_config(config);
+            let transport = InOrder::new(transport, handler.0.clone());
             let service = handler.serve(transport).await.map_err(init)?;
             Ok(Connection {
                 service,
@@ -440,8 +442,9 @@ async fn connect_inner(
             if let Some(token) = bearer {
                 headers.insert("Authorization".into(), format!("Bearer {token}"));
             }
-            let pair = sse::connect(url, &headers).await?;
-            let service = handler.serve(pair).await.map_err(init)?;
+            let (sink, stream) = sse::connect(url, &headers).await?;
+            let transport = InOrder::new(SinkStreamTransport::new(sink, stream), handler.0.clone());
+            let service = handler.serve(transport).await.map_err(init)?;
             Ok(Connection {
                 service,
                 group: None,

@@ -13,6 +13,7 @@ pub mod connect;
 pub mod content;
 pub mod listing;
 pub mod oauth;
+mod ordered;
 pub mod probe;
 pub mod resource_tools;
 pub mod resources;

@@ -1,0 +1,59 @@
+//! Progress in the order the server sent it.
+//!
+//! rmcp hands each notification to the handler in a task of its own, so
+//! on a machine with several cores `[3/3]` can reach the handler before
+//! `[1/3]`. Progress is text the user reads in order, so it is routed here,
+//! as each message comes off the wire, before rmcp sees it; the handler's
+//! `on_progress` does nothing. The message still goes on to rmcp, which
+//! uses progress to extend the call's timeout.
+
+use std::sync::Arc;
+
+use rmcp::RoleClient;
+use rmcp::model::{JsonRpcMessage, ServerNotification};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
+
+use super::connect::Hooks;
+
+/// A transport whose progress notifications go to [`Hooks`] in arrival
+/// order.
+pub struct InOrder<T> {
+    inner: T,
+    hooks: Arc<Hooks>,
+}
+
+impl<T> InOrder<T> {
+    pub fn new(inner: T, hooks: Arc<Hooks>) -> InOrder<T> {
+        InOrder { inner, hooks }
+    }
+}
+
+impl<T: Transport<RoleClient>> Transport<RoleClient> for InOrder<T> {
+    type Error = T::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleClient>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.inner.send(item)
+    }
+
+    fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
+        let hooks = self.hooks.clone();
+        let next = self.inner.receive();
+        async move {
+            let message = next.await;
+            if let Some(JsonRpcMessage::Notification(note)) = &message
+                && let ServerNotification::ProgressNotification(progress) = &note.notification
+            {
+                hooks.route_progress(&progress.params);
+            }
+            message
+        }
+    }
+
+    fn close(&mut self) -> impl Future<Output = Result<(), Self::Error>> + Send {
+        self.inner.close()
+    }
+}
