@@ -223,6 +223,12 @@ impl Drop for ProgressGuard<'_> {
     }
 }
 
+/// Progress for [`InOrder`]: to the call that asked for it.
+fn route_progress(hooks: &Arc<Hooks>) -> super::ordered::RouteProgress {
+    let hooks = hooks.clone();
+    Arc::new(move |params| hooks.route_progress(params))
+}
+
 fn token_key(token: &ProgressToken) -> String {
     serde_json::to_string(token).unwrap_or_default()
 }
@@ -409,7 +415,7 @@ async fn connect_inner(
             let report: super::stdio::ReportInvalid =
                 Arc::new(move |problem| hooks.report_invalid_json(problem));
             let child = ChildTransport::new(child, report).map_err(spawn_error)?;
-            let child = InOrder::new(child, handler.0.clone());
+            let child = InOrder::new(child, route_progress(&handler.0));
             let service = handler.serve(child).await.map_err(init)?;
             Ok(Connection { service, group })
         }
@@ -430,7 +436,7 @@ async fn connect_inner(
                 config.auth_header = bearer;
             }
             let transport = StreamableHttpClientTransport::from_config(config);
-            let transport = InOrder::new(transport, handler.0.clone());
+            let transport = InOrder::new(transport, route_progress(&handler.0));
             let service = handler.serve(transport).await.map_err(init)?;
             Ok(Connection {
                 service,
@@ -443,7 +449,10 @@ async fn connect_inner(
                 headers.insert("Authorization".into(), format!("Bearer {token}"));
             }
             let (sink, stream) = sse::connect(url, &headers).await?;
-            let transport = InOrder::new(SinkStreamTransport::new(sink, stream), handler.0.clone());
+            let transport = InOrder::new(
+                SinkStreamTransport::new(sink, stream),
+                route_progress(&handler.0),
+            );
             let service = handler.serve(transport).await.map_err(init)?;
             Ok(Connection {
                 service,

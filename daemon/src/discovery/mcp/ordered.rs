@@ -10,22 +10,23 @@
 use std::sync::Arc;
 
 use rmcp::RoleClient;
-use rmcp::model::{JsonRpcMessage, ServerNotification};
+use rmcp::model::{JsonRpcMessage, ProgressNotificationParam, ServerNotification};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 
-use super::connect::Hooks;
+/// Where a progress notification goes, called in arrival order.
+pub type RouteProgress = Arc<dyn Fn(&ProgressNotificationParam) + Send + Sync>;
 
-/// A transport whose progress notifications go to [`Hooks`] in arrival
+/// A transport whose progress notifications go to `route` in arrival
 /// order.
 pub struct InOrder<T> {
     inner: T,
-    hooks: Arc<Hooks>,
+    route: RouteProgress,
 }
 
 impl<T> InOrder<T> {
-    pub fn new(inner: T, hooks: Arc<Hooks>) -> InOrder<T> {
-        InOrder { inner, hooks }
+    pub fn new(inner: T, route: RouteProgress) -> InOrder<T> {
+        InOrder { inner, route }
     }
 }
 
@@ -40,14 +41,14 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for InOrder<T> {
     }
 
     fn receive(&mut self) -> impl Future<Output = Option<RxJsonRpcMessage<RoleClient>>> + Send {
-        let hooks = self.hooks.clone();
+        let route = self.route.clone();
         let next = self.inner.receive();
         async move {
             let message = next.await;
             if let Some(JsonRpcMessage::Notification(note)) = &message
                 && let ServerNotification::ProgressNotification(progress) = &note.notification
             {
-                hooks.route_progress(&progress.params);
+                route(&progress.params);
             }
             message
         }
