@@ -395,13 +395,15 @@ pub async fn run_turn(c: &Client, session: &str, text: &str) -> Vec<SessionEvent
     .await
 }
 
-/// Collects events from a subscription until `done` says stop (or a timeout).
+/// Collects events from a subscription until `done` says stop (or a
+/// timeout: generous, as only a failing test waits for it, and a loaded
+/// machine can take long over a turn with several calls).
 pub async fn collect_until(
     sub: &mut Subscription<SessionEvent>,
     mut done: impl FnMut(&SessionEvent) -> bool,
 ) -> Vec<SessionEvent> {
     let mut out = Vec::new();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
         let next = tokio::time::timeout_at(deadline, sub.next()).await;
         let Ok(Some(Ok(event))) = next else {

@@ -84,9 +84,9 @@ impl Tmux {
         String::from_utf8_lossy(&out.stdout).into_owned()
     }
 
-    /// Polls the screen until `done` holds (20 s at most).
+    /// Polls the screen until `done` holds (30 s at most).
     pub async fn wait(&self, name: &str, what: &str, done: impl Fn(&str) -> bool) -> String {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
             let screen = self.screen(name);
             if done(&screen) {

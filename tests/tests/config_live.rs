@@ -40,7 +40,9 @@ async fn decision(client: &Client, command: &str) -> String {
 /// Polls until `command`'s decision is `want`; returns how long it took.
 async fn until_decision(client: &Client, command: &str, want: &str) -> Duration {
     let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(5) {
+    // Generous: a loaded machine may be slow to reload; how fast a reload
+    // is is a figure (`figures_idle_opens_and_reload_latency`), not a test.
+    while start.elapsed() < Duration::from_secs(30) {
         if decision(client, command).await == want {
             return start.elapsed();
         }
@@ -83,64 +85,114 @@ fn realistic_gemini_dir(home: &Path) {
     std::fs::write(gemini.join("GEMINI.md"), "Be brief.\n").unwrap();
 }
 
-/// The config files `pid` opened over `window`, by strace (the figure of
-/// the idle benchmark).
-fn config_opens(pid: u32, home: &Path, window: Duration) -> Vec<String> {
-    let strace = Command::new("strace")
-        .args(["-f", "-qq", "-e", "trace=openat,open,stat,statx,newfstatat"])
-        .arg("-p")
-        .arg(pid.to_string())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("strace is needed for this test (apt-get install strace): {e}"));
-    std::thread::sleep(window);
-    let _ = rustix::process::kill_process(
-        rustix::process::Pid::from_raw(strace.id() as i32).unwrap(),
-        rustix::process::Signal::INT,
-    );
-    let out = strace.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stderr);
-    let needle = home.join(".gemini").display().to_string();
-    text.lines()
-        .filter(|l| l.contains(&needle) || l.contains("/etc/gemini-cli"))
-        .map(str::to_owned)
-        .collect()
+/// strace following `pid`'s opens and stats (the figure of the idle
+/// benchmark).
+struct Strace(std::process::Child);
+
+impl Strace {
+    /// Returns once strace traces every thread of `pid`: a trace that
+    /// has not attached yet sees nothing, which would pass the idle check
+    /// and fail the control on a loaded machine.
+    fn attach(pid: u32) -> Strace {
+        let strace = Command::new("strace")
+            .args(["-f", "-qq", "-e", "trace=openat,open,stat,statx,newfstatat"])
+            .arg("-p")
+            .arg(pid.to_string())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!("strace is needed for this test (apt-get install strace): {e}")
+            });
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !all_threads_traced(pid) {
+            assert!(Instant::now() < deadline, "strace did not attach to {pid}");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Strace(strace)
+    }
+
+    /// Stops tracing; the config files opened meanwhile.
+    fn config_opens(self, home: &Path) -> Vec<String> {
+        let _ = rustix::process::kill_process(
+            rustix::process::Pid::from_raw(self.0.id() as i32).unwrap(),
+            rustix::process::Signal::INT,
+        );
+        let out = self.0.wait_with_output().unwrap();
+        config_lines(&String::from_utf8_lossy(&out.stderr), home)
+    }
+}
+
+/// Whether every thread of `pid` has a tracer.
+fn all_threads_traced(pid: u32) -> bool {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+        return false;
+    };
+    tasks.filter_map(Result::ok).all(|task| {
+        std::fs::read_to_string(task.path().join("status"))
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("TracerPid:"))
+                    .map(|v| v.trim() != "0")
+            })
+            // A thread that just ended has no status: not a miss.
+            .unwrap_or(true)
+    })
+}
+
+/// Points the realistic settings' two servers at servers that connect:
+/// one that never does is retried with backoff (spawned again, its
+/// environment and settings read again), which is not idling.
+fn connecting_servers(home: &Path) {
+    let everything = peers::everything(&peers::peers());
+    let settings = home.join(".gemini/settings.json");
+    let text = std::fs::read_to_string(&settings)
+        .unwrap()
+        .replace("\"/bin/false\"", &format!("\"{everything}\""))
+        .replace(
+            "\"httpUrl\": \"http://127.0.0.1:9/mcp\"",
+            &format!("\"command\": \"{everything}\""),
+        );
+    std::fs::write(&settings, text).unwrap();
 }
 
 #[tokio::test]
 async fn an_idle_daemon_reads_no_configuration_file() {
     let mut d = TestDaemon::prepared(&[]);
     realistic_gemini_dir(&d.home());
+    connecting_servers(&d.home());
     d.spawn();
     let c = d.client().await;
     let _session = new_session(&c, &d.workspace).await;
     assert_eq!(decision(&c, "ls -l").await, "allow");
-    // Let the start settle, then watch for a while.
+    // Idle: the servers are up (no start-up work left), then a little
+    // slack for the session's own start. A negative check: the window is
+    // a lower bound on how long the daemon stays quiet.
+    peers::connected(&c, &["one", "two"]).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let opens = config_opens(d.pid(), &d.home(), Duration::from_secs(2));
+    let trace = Strace::attach(d.pid());
+    std::thread::sleep(Duration::from_secs(2));
+    let opens = trace.config_opens(&d.home());
     assert!(
         opens.is_empty(),
         "an idle daemon touched its configuration:\n{}",
         opens.join("\n")
     );
-    // The control: the same tracing sees the reload an edit causes.
-    let policy = d.home().join(".gemini/policies/b.toml");
-    let editor = std::thread::spawn(move || {
-        std::thread::sleep(Duration::from_millis(500));
-        std::fs::write(
-            &policy,
-            "[[rule]]\ntoolName = \"run_shell_command\"\ncommandPrefix = \"ls\"\ndecision = \"deny\"\npriority = 100\n",
-        )
-        .unwrap();
-    });
-    let opens = config_opens(d.pid(), &d.home(), Duration::from_millis(1500));
-    editor.join().unwrap();
+    // The control: the same tracing sees the reload an edit causes,
+    // traced until the edit applies (however long a loaded machine takes).
+    let trace = Strace::attach(d.pid());
+    std::fs::write(
+        d.home().join(".gemini/policies/b.toml"),
+        "[[rule]]\ntoolName = \"run_shell_command\"\ncommandPrefix = \"ls\"\ndecision = \"deny\"\npriority = 100\n",
+    )
+    .unwrap();
+    until_decision(&c, "ls -l", "deny").await;
+    let opens = trace.config_opens(&d.home());
     assert!(
         opens.iter().any(|l| l.contains("b.toml")),
         "strace saw no reload after an edit: {opens:?}"
     );
-    assert_eq!(decision(&c, "ls -l").await, "deny");
 }
 
 #[tokio::test]
@@ -152,8 +204,7 @@ async fn a_policy_directory_created_after_start_is_watched() {
     let policies = d.home().join(".gemini/policies");
     std::fs::create_dir_all(&policies).unwrap();
     std::fs::write(policies.join("u.toml"), GIT_STATUS_DENIED).unwrap();
-    let took = until_decision(&c, "git status", "deny").await;
-    assert!(took < Duration::from_secs(1), "took {took:?}");
+    until_decision(&c, "git status", "deny").await;
     // And removed again, then made anew.
     std::fs::remove_dir_all(d.home().join(".gemini")).unwrap();
     until_decision(&c, "git status", "ask_user").await;
@@ -215,7 +266,8 @@ async fn until_problem(
     c: &Client,
     file_part: &str,
 ) -> Vec<geminid_protocol::session::ConfigProblemInfo> {
-    for _ in 0..200 {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
         let status = c.status().await.unwrap();
         if status
             .config_problems
@@ -239,7 +291,8 @@ async fn count_errors(c: &Client, session: &str) -> usize {
     let mut errors = 0;
     let mut seen = 0;
     while seen < info.last_seq {
-        let Ok(Some(Ok(event))) = tokio::time::timeout(Duration::from_secs(2), events.next()).await
+        let Ok(Some(Ok(event))) =
+            tokio::time::timeout(Duration::from_secs(20), events.next()).await
         else {
             break;
         };
@@ -258,7 +311,7 @@ async fn sighup_reloads_and_sigterm_stops_in_order() {
     let notify_path = d.dir.path().join("notify.sock");
     let notify = std::os::unix::net::UnixDatagram::bind(&notify_path).unwrap();
     notify
-        .set_read_timeout(Some(Duration::from_secs(10)))
+        .set_read_timeout(Some(Duration::from_secs(30)))
         .unwrap();
     d.env
         .push(("NOTIFY_SOCKET".into(), notify_path.display().to_string()));
@@ -295,19 +348,11 @@ async fn figures_idle_opens_and_reload_latency() {
     let mut d = TestDaemon::prepared(&[]);
     realistic_gemini_dir(&d.home());
     // Two servers that connect (the realistic case; failing ones retry).
-    let everything = peers::everything(&peers::peers());
-    let settings = d.home().join(".gemini/settings.json");
-    let text = std::fs::read_to_string(&settings)
-        .unwrap()
-        .replace("\"/bin/false\"", &format!("\"{everything}\""))
-        .replace(
-            "\"httpUrl\": \"http://127.0.0.1:9/mcp\"",
-            &format!("\"command\": \"{everything}\""),
-        );
-    std::fs::write(&settings, text).unwrap();
+    connecting_servers(&d.home());
     d.spawn();
     let c = d.client().await;
     let _session = new_session(&c, &d.workspace).await;
+    peers::connected(&c, &["one", "two"]).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     let window = Duration::from_secs(10);
     let strace = Command::new("strace")
@@ -397,7 +442,7 @@ async fn default_approval_mode_applies_to_new_sessions_live() {
     .unwrap();
     let start = Instant::now();
     while mode_of_new().await != ApprovalMode::AutoEdit {
-        assert!(start.elapsed() < Duration::from_secs(2), "never applied");
+        assert!(start.elapsed() < Duration::from_secs(30), "never applied");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     // yolo cannot come from a settings file (as in 0.61): reported, default.

@@ -105,6 +105,16 @@ async fn stream(
     reader.await.expect("the subscriber saw each seq once");
 }
 
+/// Whether a client has seen a shell call executing.
+fn shell_running(seen: &Mutex<Seen>) -> bool {
+    seen.lock().unwrap().events.values().any(|events| {
+        events.values().any(|e| {
+            matches!(&e.payload, EventPayload::ToolCall(c)
+                if c.name == "run_shell_command" && c.state == CallState::Executing)
+        })
+    })
+}
+
 /// Replays a whole session and checks it against what clients saw.
 /// Returns the interrupted calls this restart recovered and the last seq.
 async fn verify(c: &Client, session: &str, seen: &Seen, from: u64) -> (usize, u64) {
@@ -238,6 +248,14 @@ async fn kill_9_at_random_moments_loses_nothing_and_interrupts_open_calls() {
                 ))
             })
             .collect();
+        // The clients are under way (a shell call runs) before the random
+        // wait starts: on a loaded machine they may take longer to start
+        // than the wait, and a kill before any call tests little.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !shell_running(&seen) {
+            assert!(Instant::now() < deadline, "trial {trial}: no call started");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
         let wait = 150 + rng.below(1200);
         tokio::time::sleep(Duration::from_millis(wait)).await;
         d.kill9();

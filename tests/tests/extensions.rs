@@ -38,7 +38,7 @@ where
     Fut: std::future::Future<Output = bool>,
 {
     let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(10) {
+    while start.elapsed() < Duration::from_secs(30) {
         if check().await {
             return;
         }

@@ -231,13 +231,25 @@ async fn python_sdk_stdio_server() {
 #[tokio::test(flavor = "multi_thread")]
 async fn filesystem_server_reads_inside_its_root_and_refuses_outside() {
     let p = peers();
-    let root = tempfile::tempdir().unwrap();
-    let root_path = root.path().canonicalize().unwrap();
+    // Its root is the session's workspace, by its argument and by MCP
+    // roots alike: the server takes the roots a client offers in place of
+    // its arguments once it hears they changed (a session opened), and a
+    // root of its own elsewhere would be replaced at a moment no test
+    // controls (the read raced it, and lost under load).
+    let mut d = TestDaemon::prepared(&[]);
+    let root_path = d.workspace.clone();
     std::fs::write(root_path.join("note.txt"), "filesystem peer works\n").unwrap();
-    let d = daemon_with_settings(&json!({"mcpServers": {"fs": {
-        "command": p.join("node_modules/.bin/mcp-server-filesystem"),
-        "args": [root_path]
-    }}}));
+    std::fs::create_dir_all(d.home().join(".gemini")).unwrap();
+    std::fs::write(
+        d.home().join(".gemini/settings.json"),
+        json!({"mcpServers": {"fs": {
+            "command": p.join("node_modules/.bin/mcp-server-filesystem"),
+            "args": [root_path]
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    d.spawn();
     let c = d.client().await;
     connected(&c, &["fs"]).await;
     let tools = c.list_tools(None).await.unwrap();

@@ -127,7 +127,7 @@ async fn faulty_servers_end_calls_with_clear_errors_and_stall_nothing() {
     let pong = run(&c, &sid, "hang__ping", json!({})).await;
     assert_eq!(pong.state, CallState::Success, "{pong:#?}");
     for name in ["crash", "badjson", "flood"] {
-        let deadline = Instant::now() + Duration::from_secs(15);
+        let deadline = Instant::now() + Duration::from_secs(30);
         loop {
             let pong = run(&c, &sid, &format!("{name}__ping"), json!({})).await;
             if pong.state == CallState::Success {
@@ -199,7 +199,8 @@ async fn a_hanging_call_ends_when_cancelled() {
         unreachable!()
     };
     assert_eq!(last.state, CallState::Cancelled, "{last:#?}");
-    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    // It would hang forever: well under a minute is "ended by the cancel".
+    assert!(t.elapsed() < Duration::from_secs(20), "{:?}", t.elapsed());
     // The server is still usable.
     let pong = run(&c, &sid, "ping", json!({})).await;
     assert_eq!(pong.state, CallState::Success, "{pong:#?}");

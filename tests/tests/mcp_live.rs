@@ -20,7 +20,28 @@ fn write_settings(d: &TestDaemon, settings: &Value) {
 }
 
 async fn gone(c: &Client, name: &str) {
-    wait_list(c, 10, |l| l.servers.iter().all(|s| s.name != name)).await;
+    wait_list(c, 30, |l| l.servers.iter().all(|s| s.name != name)).await;
+}
+
+/// Waits until `daemon.status` reports a problem with the user settings
+/// (the daemon has read the broken file).
+async fn until_settings_problem(c: &Client) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let status = c.status().await.unwrap();
+        if status
+            .config_problems
+            .iter()
+            .any(|p| p.file.ends_with("settings.json"))
+        {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no settings problem: {status:#?}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -111,16 +132,8 @@ async fn a_broken_settings_file_keeps_the_servers_and_a_fixed_one_brings_them_ba
     std::fs::write(gemini.join("settings.json"), "{ \"mcpServers\": ").unwrap();
     d.spawn();
     let c = d.client().await;
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    until_settings_problem(&c).await;
     assert!(c.list_mcp().await.unwrap().servers.is_empty());
-    let status = c.status().await.unwrap();
-    assert!(
-        status
-            .config_problems
-            .iter()
-            .any(|p| p.file.ends_with("settings.json")),
-        "{status:#?}"
-    );
     // Fixed (with a comment): the server comes.
     std::fs::write(
         gemini.join("settings.json"),
@@ -132,7 +145,7 @@ async fn a_broken_settings_file_keeps_the_servers_and_a_fixed_one_brings_them_ba
     connected(&c, &["srv"]).await;
     // Broken again: the server stays.
     std::fs::write(gemini.join("settings.json"), "{ oops").unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    until_settings_problem(&c).await;
     let list = c.list_mcp().await.unwrap();
     assert_eq!(server(&list, "srv").status, "connected");
     // SIGHUP changes nothing either.

@@ -81,7 +81,9 @@ async fn cancelling_a_running_mcp_call_ends_it_at_once() {
     let started = Instant::now();
     c.cancel_session(sid.clone()).await.unwrap();
     let events = collect_until(&mut sub, |e| is_final(e, &call)).await;
-    assert!(started.elapsed() < Duration::from_secs(5));
+    // The operation runs 60 s: well under that is "at once", however
+    // loaded the machine.
+    assert!(started.elapsed() < Duration::from_secs(20));
     let last = events.last().unwrap();
     assert!(
         matches!(&last.payload, EventPayload::ToolCall(s) if s.state == CallState::Cancelled),
@@ -121,7 +123,9 @@ async fn calls_fail_fast_while_the_server_is_down() {
     wait_list(&c, 30, |l| server(l, "e").status == "disconnected").await;
     let started = Instant::now();
     let down = run(&c, &sid, "echo", json!({"message": "x"})).await;
-    assert!(started.elapsed() < Duration::from_secs(2));
+    // Fast against the call timeout (10 minutes), not against a clock a
+    // loaded machine may not keep.
+    assert!(started.elapsed() < Duration::from_secs(10));
     let error = down.error.expect("an error");
     assert_eq!(error.kind, "unavailable", "{error:?}");
     assert!(
@@ -161,13 +165,13 @@ async fn an_http_server_that_restarts_is_noticed_and_reconnected() {
 
     drop(peer);
     let started = Instant::now();
-    wait_list(&c, 10, |l| server(l, "h").status != "connected").await;
+    wait_list(&c, 30, |l| server(l, "h").status != "connected").await;
     println!("http server gone noticed in {:?}", started.elapsed());
     let started = Instant::now();
     let down = run(&c, &sid, "echo", json!({"message": "x"})).await;
     assert!(
-        started.elapsed() < Duration::from_secs(5),
-        "a call while the server is down must not wait for its timeout: {:?}",
+        started.elapsed() < Duration::from_secs(15),
+        "a call while the server is down must not wait for its 30 s timeout: {:?}",
         started.elapsed()
     );
     assert_ne!(down.state, CallState::Success, "{down:#?}");
@@ -202,21 +206,51 @@ fn statuses_of(events: &[geminid_protocol::SessionEvent], name: &str) -> Vec<Str
 /// workspace's server is news only for that workspace's sessions.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_failing_server_is_announced_once_and_only_where_it_is_used() {
-    let failing = json!({"command": "sh", "args": ["-c", "exit 3"]});
-    let d = daemon_with_settings(&json!({"mcpServers": {"broken": failing}}));
+    // Each start leaves a line in its file, and fails.
+    let tally = tempfile::tempdir().unwrap();
+    let failing = |name: &str| {
+        let file = tally.path().join(name);
+        json!({"command": "sh", "args": ["-c", format!("echo x >> {}; exit 3", file.display())]})
+    };
+    let d = daemon_with_settings(&json!({"mcpServers": {"broken": failing("broken")}}));
     let c = d.client().await;
     let here = session(&c, &d, ApprovalMode::Yolo).await;
     let other_ws = d.dir.path().join("other");
     std::fs::create_dir_all(other_ws.join(".gemini")).unwrap();
     std::fs::write(
         other_ws.join(".gemini/settings.json"),
-        json!({"mcpServers": {"wsbroken": failing}}).to_string(),
+        json!({"mcpServers": {"wsbroken": failing("wsbroken")}}).to_string(),
     )
     .unwrap();
     let there = session_in(&c, &other_ws, Some(ApprovalMode::Yolo), Some(false)).await;
-    // Backoff 1, 2, 4 s: at least three attempts of each server.
-    tokio::time::sleep(Duration::from_secs(9)).await;
-    let list = c.list_mcp().await.unwrap();
+    // Backoff 1, 2, 4 s: three attempts of each server (counted, not
+    // timed: a loaded machine starts them later), each one over.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let starts = |name: &str| {
+        std::fs::read_to_string(tally.path().join(name))
+            .map(|t| t.lines().count())
+            .unwrap_or(0)
+    };
+    let list = loop {
+        let list = c.list_mcp().await.unwrap();
+        let settled = ["broken", "wsbroken"].iter().all(|name| {
+            starts(name) >= 3
+                && list
+                    .servers
+                    .iter()
+                    .any(|s| s.name == *name && s.status == "disconnected")
+        });
+        if settled {
+            break list;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "three failed starts of each: broken {}, wsbroken {}: {list:#?}",
+            starts("broken"),
+            starts("wsbroken")
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
     assert_eq!(server(&list, "broken").status, "disconnected", "{list:#?}");
     for (sid, sees, never) in [(&here, "broken", "wsbroken"), (&there, "wsbroken", "")] {
         let last = c.get_session(sid.clone()).await.unwrap().last_seq;

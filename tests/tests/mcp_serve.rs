@@ -289,8 +289,8 @@ async fn a_cancelled_tools_call_is_cancelled_in_the_daemon() {
         .await;
     while !pgrep(&m).is_empty() {
         assert!(
-            cancelled.elapsed() < Duration::from_secs(5),
-            "the command outlived the cancel"
+            cancelled.elapsed() < Duration::from_secs(20),
+            "the command (a 40 s sleep) outlived the cancel"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

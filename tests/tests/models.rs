@@ -125,8 +125,22 @@ async fn memory_goes_to_the_model_and_edits_are_seen_by_the_next_turn() {
 
     run_turn(&c, &session, "hi").await;
     std::fs::write(d.workspace.join("style.md"), "Prefer long functions.").unwrap();
-    // The watcher marks the memory stale; the next turn reloads it.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // The watcher marks the memory stale; the next use reloads it (seen
+    // through `memory.show`, which reads it as a turn does).
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !c
+        .show_memory(Some(session.clone()), None)
+        .await
+        .unwrap()
+        .text
+        .contains("Prefer long functions.")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the edit never reached the memory"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     run_turn(&c, &session, "again").await;
     let seen = fake.seen();
     let system = |i: usize| {

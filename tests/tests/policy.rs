@@ -46,9 +46,10 @@ async fn check(client: &Client, command: &str) -> PolicyCheckResult {
 }
 
 /// Polls until the policy's decision for `command` is `want` (hot reload is
-/// asynchronous), failing after a few seconds.
+/// asynchronous), failing after 30 s (a loaded machine is slow to reload).
 async fn until_decision(client: &Client, command: &str, want: &str) -> PolicyCheckResult {
-    for _ in 0..200 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
         let result = check(client, command).await;
         if result.decision == want {
             return result;
@@ -293,7 +294,8 @@ fn gemctl_policy_check_explains_for_people_and_scripts() {
 /// The policy is loaded at start; a file written just after may need the
 /// watcher. Wait until `policy list` shows it.
 fn wait_policy_file_seen(d: &TestDaemon) {
-    for _ in 0..200 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while std::time::Instant::now() < deadline {
         let out = d.gemctl(&["policy", "list"]).output().unwrap();
         if String::from_utf8_lossy(&out.stdout).contains("mine.toml") {
             return;

@@ -62,7 +62,7 @@ async fn wait_for(m: &str, secs: u64, what: &str, done: impl Fn(&[String]) -> bo
 }
 
 async fn all_started(m: &str) {
-    wait_for(m, 10, "not every kind started", |f| {
+    wait_for(m, 20, "not every kind started", |f| {
         KINDS
             .iter()
             .all(|k| f.iter().any(|l| l.contains(&format!("{m}-{k}"))))
@@ -98,7 +98,7 @@ async fn cancel_timeout_and_disconnect_leave_no_process() {
     let m = marker("cancel");
     start_tree(&c, &sid, &m).await;
     assert!(c.cancel_session(sid.clone()).await.unwrap().ok);
-    none_left(&m, 5).await;
+    none_left(&m, 20).await;
 
     // the timeout
     let m = marker("timeout");
@@ -115,7 +115,7 @@ async fn cancel_timeout_and_disconnect_leave_no_process() {
         .unwrap();
     assert_eq!(done.state, CallState::Error, "{done:#?}");
     assert_eq!(done.error.as_ref().unwrap().kind, "timeout", "{done:#?}");
-    none_left(&m, 5).await;
+    none_left(&m, 20).await;
 
     // a client that disconnects mid-command: the call runs on (sessions
     // outlive connections) and its timeout still ends the whole tree
@@ -124,7 +124,7 @@ async fn cancel_timeout_and_disconnect_leave_no_process() {
         let gone = d.client().await;
         start_tree(&gone, &sid, &m).await;
     }
-    none_left(&m, 10).await;
+    none_left(&m, 20).await;
 
     // tool.confirm cancel: the command never starts
     let m = marker("confirm");
@@ -184,7 +184,7 @@ async fn daemon_stop_ends_every_process_it_started() {
         )
         .await;
         assert_eq!(done.outcome.unwrap().state, CallState::Success);
-        wait_for(&left, 5, "jobs did not start", |f| f.len() == 2).await;
+        wait_for(&left, 20, "jobs did not start", |f| f.len() == 2).await;
         let running = marker(&format!("{how}-running"));
         start_tree(&c, &sid, &running).await;
         if how == "shutdown" {
@@ -193,8 +193,10 @@ async fn daemon_stop_ends_every_process_it_started() {
         } else {
             assert_eq!(d.terminate(), Some(0));
         }
-        assert!(pgrep(&left).is_empty(), "{how}: {:#?}", pgrep(&left));
-        assert!(pgrep(&running).is_empty(), "{how}: {:#?}", pgrep(&running));
+        // Killed by the daemon on its way out; gone once the kernel has
+        // run them down (a moment, on a loaded machine).
+        none_left(&left, 20).await;
+        none_left(&running, 20).await;
     }
 }
 
@@ -259,7 +261,7 @@ async fn no_stdio_mcp_server_outlives_the_daemon() {
             // stdin and exits by itself.
             _ => d.kill9(),
         }
-        none_left(&m, 5).await;
+        none_left(&m, 20).await;
     }
 }
 
@@ -284,7 +286,7 @@ async fn the_next_start_ends_what_a_killed_daemon_left_running() {
     )
     .await;
     assert_eq!(done.outcome.unwrap().state, CallState::Success);
-    wait_for(&left, 5, "the job did not start", |f| f.len() == 1).await;
+    wait_for(&left, 20, "the job did not start", |f| f.len() == 1).await;
     let streaming = marker("kill9-streaming");
     let m = &streaming;
     let command = format!(
@@ -315,8 +317,8 @@ async fn the_next_start_ends_what_a_killed_daemon_left_running() {
 
     let restarted = Instant::now();
     d.spawn();
-    none_left(&streaming, 10).await;
-    none_left(&left, 10).await;
+    none_left(&streaming, 20).await;
+    none_left(&left, 20).await;
     println!(
         "after kill -9, the next start ended the leftovers within {:?}",
         restarted.elapsed()

@@ -188,7 +188,9 @@ async fn silent_connections_never_lock_a_client_out() {
         slowest = slowest.max(asked.elapsed());
     }
     println!("daemon status with 1,024 silent connections: slowest of 3 {slowest:?}");
-    assert!(slowest < Duration::from_secs(3), "{slowest:?}");
+    // "At once" against the alternative: waiting for a silent one's 8 s
+    // initialize deadline (a process start on a loaded machine is slow).
+    assert!(slowest < Duration::from_secs(6), "{slowest:?}");
 
     // The oldest silent connections made room, and were told why.
     let first = read_all(&mut silent[0], Duration::from_secs(5));
@@ -212,7 +214,7 @@ async fn silent_connections_never_lock_a_client_out() {
         "{closed}"
     );
     // The deadlines of the last few end within moments of each other.
-    let settled = Instant::now() + Duration::from_secs(5);
+    let settled = Instant::now() + Duration::from_secs(20);
     let (connections, r) = loop {
         let r = kept.request("daemon.status", json!({}));
         let connections = r["result"]["connections"].as_u64().expect("status");
@@ -335,18 +337,30 @@ async fn a_new_client_is_turned_away_only_when_every_connection_is_busy() {
     let session = yolo_session(&c, &d.workspace).await;
     drop(c);
     tokio::time::sleep(Duration::from_millis(200)).await;
+    // Each call says it runs (a file), then waits to be released: the
+    // new client comes while both surely run, however slow the machine.
+    let release = d.workspace.join("release");
     let mut busy = Vec::new();
-    for _ in 0..2 {
+    for i in 0..2 {
         let c = d.client().await;
         let sid = session.clone();
+        let command = format!(
+            "touch running-{i}; while [ ! -e {} ]; do sleep 0.05; done",
+            release.display()
+        );
         busy.push(tokio::spawn(async move {
-            call_and_wait(&c, &sid, "run_shell_command", json!({"command": "sleep 3"})).await;
+            call_and_wait(&c, &sid, "run_shell_command", json!({"command": command})).await;
             c
         }));
     }
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !(0..2).all(|i| d.workspace.join(format!("running-{i}")).exists()) {
+        assert!(Instant::now() < deadline, "the busy calls never ran");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
     let mut turned = StdUnixStream::connect(&d.socket).expect("connect");
-    let answer = read_all(&mut turned, Duration::from_secs(5));
+    let answer = read_all(&mut turned, Duration::from_secs(20));
+    std::fs::write(&release, "").expect("release");
     assert!(
         answer.contains("-32005") && answer.contains("request in flight"),
         "{answer}"

@@ -494,10 +494,15 @@ async fn sandbox_latency() {
          median of the rounds' differences {paired50:.2} ms",
         on50 - off50
     );
+    // A guard against gross regressions, not the figure (< 5 ms, measured
+    // over 200 rounds): the rounds' own differences, which the load moves
+    // least, within 50 ms, or half an unsandboxed call when the machine
+    // is so loaded that a call takes over 100 ms (the difference of the
+    // medians went over 50 ms with calls at 230-290 ms).
+    let limit = 50.0_f64.max(off50 / 2.0);
     assert!(
-        on50 - off50 < 50.0,
-        "the sandbox adds {:.2} ms",
-        on50 - off50
+        paired50 < limit,
+        "the sandbox adds {paired50:.2} ms (limit {limit:.0} ms; p50 {on50:.2} against {off50:.2} ms)"
     );
 }
 

@@ -337,14 +337,16 @@ async fn the_running_daemon_checkpoints_and_cuts_its_log() {
     )
     .await
     .unwrap();
+    // The newest segment holds the call (a cut segment the apply thread
+    // has not caught up with may still be there too, on a loaded machine).
     let logged = wal_files(&d.data_dir);
-    assert_eq!(logged.len(), 1, "one current segment: {logged:?}");
+    let current = logged.last().cloned().expect("a current segment");
     // Checkpoints come every 500 ms: the segment holding the call is cut
     // and deleted, and a fresh one takes its place, without a restart.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     loop {
         let now = wal_files(&d.data_dir);
-        if now.len() == 1 && now != logged {
+        if now.len() == 1 && !now.contains(&current) {
             break;
         }
         assert!(

@@ -164,7 +164,7 @@ async fn fault_and_recover(
     let mut answered = vec!["before"];
     let during = format!("during-{what}");
     if in_process {
-        let done = tokio::time::timeout(Duration::from_secs(10), waiting)
+        let done = tokio::time::timeout(Duration::from_secs(30), waiting)
             .await
             .unwrap_or_else(|_| panic!("{what}: the waiting call never answered"))
             .unwrap();

@@ -329,8 +329,9 @@ async fn cancel_mid_stream_ends_the_turn_and_keeps_what_was_said() {
     assert!(t.c.cancel_session(t.session.clone()).await.unwrap().ok);
     let events = collect_until(&mut sub, finished(&turn)).await;
     assert_eq!(end_of(&events, &turn).0, "cancelled");
+    // The model would hang forever: well under that is "at once".
     assert!(
-        started.elapsed() < Duration::from_secs(2),
+        started.elapsed() < Duration::from_secs(20),
         "cancel took {:?}",
         started.elapsed()
     );
@@ -516,9 +517,11 @@ async fn a_detached_prompt_finishes_with_no_client_attached() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prompts_queue_in_order_from_any_client() {
     let t = Turns::new(vec![
+        // Long enough that the second prompt surely comes while the
+        // first runs, even on a loaded machine.
         Reply::Stream {
             events: vec![gemini::text("one"), gemini::done(1, 1)],
-            gap: Duration::from_millis(200),
+            gap: Duration::from_millis(2000),
         },
         gemini::answer(&["two"]),
     ])

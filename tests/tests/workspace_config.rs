@@ -44,7 +44,7 @@ async fn run(
 
 async fn until_listed(c: &Client, session: &str, tool: &str, want: bool) {
     let start = Instant::now();
-    while start.elapsed() < Duration::from_secs(5) {
+    while start.elapsed() < Duration::from_secs(30) {
         if tool_names(c, session).await.iter().any(|n| n == tool) == want {
             return;
         }
@@ -169,7 +169,7 @@ async fn a_workspace_exclude_that_cannot_be_read_fails_closed_and_is_reported() 
         {
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(5), "{status:?}");
+        assert!(start.elapsed() < Duration::from_secs(30), "{status:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let refused = run(&c, &session, "read_file", json!({"absolute_path": path})).await;
@@ -182,7 +182,7 @@ async fn a_workspace_exclude_that_cannot_be_read_fails_closed_and_is_reported() 
         if ran.result.is_some() {
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(5), "{ran:?}");
+        assert!(start.elapsed() < Duration::from_secs(30), "{ran:?}");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let start = Instant::now();
@@ -194,7 +194,7 @@ async fn a_workspace_exclude_that_cannot_be_read_fails_closed_and_is_reported() 
         .iter()
         .any(|p| p.file.ends_with(".gemini/settings.json"))
     {
-        assert!(start.elapsed() < Duration::from_secs(5));
+        assert!(start.elapsed() < Duration::from_secs(30));
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
@@ -334,7 +334,7 @@ async fn a_session_loaded_after_a_restart_starts_its_workspace_servers() {
     let start = Instant::now();
     while !tool_names(&c, &session).await.contains(&"echo".to_owned()) {
         assert!(
-            start.elapsed() < Duration::from_secs(10),
+            start.elapsed() < Duration::from_secs(30),
             "echo never listed"
         );
         tokio::time::sleep(Duration::from_millis(20)).await;
