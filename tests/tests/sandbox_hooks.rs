@@ -31,6 +31,8 @@ fn daemon(sandbox: Option<serde_json::Value>) -> (TestDaemon, PathBuf, tempfile:
     let mut d = TestDaemon::prepared(&[("TMPDIR", tmpdir.to_str().unwrap())]);
     let outside = d.workspace.parent().unwrap().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
+    // A repository: the hook writes its report at the top level.
+    std::fs::create_dir_all(d.workspace.join(".git")).unwrap();
     let home = d.home();
     std::fs::create_dir_all(home.join(".ssh")).unwrap();
     std::fs::write(home.join(".ssh/id_test"), "secret").unwrap();

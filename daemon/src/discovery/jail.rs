@@ -194,13 +194,14 @@ pub fn prepare(
         }),
         Decision::Refuse(why) => Err(why),
         Decision::Sandboxed(confined) => {
-            let (prepared, _unheld) = confined
+            let prepared = confined
                 .prepare(cwd.map(|path| WorkDir {
                     path,
                     identity: None,
                     pinned: &[],
                 }))
-                .map_err(|e| format!("the sandbox could not be prepared: {e}"))?;
+                .map_err(|e| format!("the sandbox could not be prepared: {e}"))?
+                .prepared;
             Ok(Applied {
                 prepared: Some(prepared),
                 note: None,
