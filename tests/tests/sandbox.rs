@@ -418,6 +418,10 @@ async fn gemctl_sandbox_check_runs_its_self_test() {
     assert!(text.contains("may write under"), "{text}");
     assert!(text.contains("ok   write inside the workspace"), "{text}");
     assert!(text.contains("ok   .git/config stays read-only"), "{text}");
+    assert!(
+        text.contains("ok   a root without .git cannot be given one"),
+        "{text}"
+    );
     assert!(!text.contains("FAIL"), "{text}");
     let status = s.d.gemctl(&["daemon", "status"]).output().unwrap();
     let status = String::from_utf8_lossy(&status.stdout);
