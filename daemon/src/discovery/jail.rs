@@ -173,6 +173,17 @@ pub fn prepare(
     cwd: Option<&Path>,
     network: Option<bool>,
 ) -> Result<Applied, String> {
+    prepare_pinned(roots, &[], cwd, network)
+}
+
+/// As [`prepare`], with the roots as a session pinned them (a root's
+/// instruction places are guarded from its pinned descriptor).
+pub fn prepare_pinned(
+    roots: &[PathBuf],
+    pinned: &[crate::tools::PinnedRoot],
+    cwd: Option<&Path>,
+    network: Option<bool>,
+) -> Result<Applied, String> {
     let Some((user_settings, places)) = DAEMON.get() else {
         // Only in tests that build discovery without a daemon.
         return Ok(Applied::default());
@@ -198,7 +209,7 @@ pub fn prepare(
                 .prepare(cwd.map(|path| WorkDir {
                     path,
                     identity: None,
-                    pinned: &[],
+                    pinned,
                 }))
                 .map_err(|e| format!("the sandbox could not be prepared: {e}"))?
                 .prepared;
