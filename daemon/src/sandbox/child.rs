@@ -106,8 +106,11 @@ fn c_path(path: &Path) -> io::Result<CString> {
 
 /// `statvfs` flags → the `MS_*` flags a read-only remount must keep.
 fn locked_flags(path: &Path) -> io::Result<libc::c_ulong> {
-    let vfs = rustix::fs::statvfs(path)?;
-    let f = vfs.f_flag;
+    Ok(ms_flags(rustix::fs::statvfs(path)?.f_flag))
+}
+
+/// The `MS_*` flags of `statvfs` flags `f`.
+pub(super) fn ms_flags(f: rustix::fs::StatVfsMountFlags) -> libc::c_ulong {
     use rustix::fs::StatVfsMountFlags as S;
     let mut out: libc::c_ulong = 0;
     for (st, ms) in [
@@ -122,7 +125,7 @@ fn locked_flags(path: &Path) -> io::Result<libc::c_ulong> {
             out |= ms;
         }
     }
-    Ok(out)
+    out
 }
 
 /// What could not be held read-only because it does not exist (the call
@@ -198,6 +201,23 @@ pub fn prepare(plan: &Plan, abi: i32, cwd: Option<WorkDir<'_>>) -> io::Result<Pr
     }
     let mut held = Vec::new();
     for path in &plan.read_only {
+        // A root's own places were looked at through its pinned
+        // descriptor: held when there, else its root is locked.
+        if let Some(flags) = guard
+            .present
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, f)| *f)
+        {
+            held.push(Held {
+                path: c_path(path)?,
+                flags,
+            });
+            continue;
+        }
+        if guard.guarded.contains(path) {
+            continue;
+        }
         match std::fs::symlink_metadata(path) {
             Ok(_) => held.push(Held {
                 path: c_path(path)?,
@@ -222,7 +242,7 @@ pub fn prepare(plan: &Plan, abi: i32, cwd: Option<WorkDir<'_>>) -> io::Result<Pr
         locked.push((
             Held {
                 path: c_path(&l.dir)?,
-                flags: locked_flags(&l.dir)?,
+                flags: l.flags,
             },
             l.identity,
         ));

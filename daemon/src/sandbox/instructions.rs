@@ -42,6 +42,8 @@ pub struct Locked {
     /// leads there once mounted, so a path swapped for a link fails the
     /// command instead of leaving the real directory unlocked.
     pub identity: (u64, u64),
+    /// The `MS_*` flags its read-only mount must keep.
+    pub flags: libc::c_ulong,
 }
 
 /// What the roots and the missing places need beyond the plan.
@@ -50,6 +52,13 @@ pub struct Guard {
     pub locked: Vec<Locked>,
     /// Instruction places that do not exist and could not be guarded.
     pub missing: Vec<PathBuf>,
+    /// The roots' instruction places that exist (seen through the pinned
+    /// descriptor, so a root's path swapped meanwhile changes nothing),
+    /// with the `MS_*` flags of their root's mount.
+    pub present: Vec<(PathBuf, libc::c_ulong)>,
+    /// The roots' instruction places that do not exist, guarded by their
+    /// root's lock.
+    pub guarded: Vec<PathBuf>,
 }
 
 /// Guards the roots (see the module comment). A root swapped for a link
@@ -80,17 +89,26 @@ pub fn guard_roots(roots: &[PathBuf], pinned: &[PinnedRoot]) -> io::Result<Guard
             )
         })?;
         let git = kind(&dir, ".git")?;
-        let gemini = kind(&dir, ".gemini")?;
+        let mut gemini = kind(&dir, ".gemini")?;
         let link = Some(FileType::Symlink);
+        let flags = super::child::ms_flags(rustix::fs::fstatvfs(&dir)?.f_flag);
         if git.is_none() || git == link || gemini == link {
             out.locked.push(Locked {
                 dir: root.clone(),
                 entries: entries(&dir, root)?,
                 keeps: root.join(".git"),
                 identity: identity(&dir)?,
+                flags,
             });
         } else if gemini.is_none() {
             create_dir(&dir, ".gemini")?;
+            gemini = Some(FileType::Directory);
+        }
+        for (name, there) in [(".git", git), (".gemini", gemini)] {
+            match there {
+                Some(_) => out.present.push((root.join(name), flags)),
+                None => out.guarded.push(root.join(name)),
+            }
         }
     }
     Ok(out)
@@ -129,6 +147,7 @@ pub fn guard_place(
         entries: entries(&fd, dir)?,
         keeps: place.to_path_buf(),
         identity: identity(&fd)?,
+        flags: super::child::ms_flags(rustix::fs::fstatvfs(&fd)?.f_flag),
     });
     Ok(())
 }
