@@ -93,6 +93,9 @@ pub struct Prepared {
     /// Locked directories, children first, with the (device, inode)
     /// each path must still lead to.
     locked: Vec<(Held, (u64, u64))>,
+    /// Roots' instruction places held by path, with the (device, inode)
+    /// each path must lead to once held.
+    checked: Vec<(CString, (u64, u64))>,
     network: bool,
     processes: Option<u64>,
     file_size: Option<u64>,
@@ -200,19 +203,16 @@ pub fn prepare(plan: &Plan, abi: i32, cwd: Option<WorkDir<'_>>) -> io::Result<Pr
         });
     }
     let mut held = Vec::new();
+    let mut checked = Vec::new();
     for path in &plan.read_only {
         // A root's own places were looked at through its pinned
         // descriptor: held when there, else its root is locked.
-        if let Some(flags) = guard
-            .present
-            .iter()
-            .find(|(p, _)| p == path)
-            .map(|(_, f)| *f)
-        {
+        if let Some(place) = guard.present.iter().find(|p| &p.path == path) {
             held.push(Held {
                 path: c_path(path)?,
-                flags,
+                flags: place.flags,
             });
+            checked.push((c_path(path)?, place.identity));
             continue;
         }
         if guard.guarded.contains(path) {
@@ -269,6 +269,7 @@ pub fn prepare(plan: &Plan, abi: i32, cwd: Option<WorkDir<'_>>) -> io::Result<Pr
             held,
             writable_binds,
             locked,
+            checked,
             network: plan.network,
             processes: plan.limits.processes,
             file_size: plan.limits.file_size,
@@ -404,12 +405,25 @@ fn enter(p: &Prepared) -> io::Result<()> {
             )
         })?;
     }
-    for (h, (dev, ino)) in &p.locked {
+    // The mounts went by path: each must have landed on the pinned place
+    // (a path swapped and swapped back meanwhile would have put it
+    // elsewhere), so the path must lead to it now, read-only.
+    for (path, (dev, ino)) in p
+        .locked
+        .iter()
+        .map(|(h, id)| (&h.path, id))
+        .chain(p.checked.iter().map(|(c, id)| (c, id)))
+    {
         // SAFETY: NUL-terminated path; `st` is written by the kernel.
         unsafe {
             let mut st: libc::stat = std::mem::zeroed();
-            check(libc::stat(h.path.as_ptr(), &mut st))?;
-            if st.st_dev != *dev || st.st_ino != *ino {
+            check(libc::stat(path.as_ptr(), &mut st))?;
+            // rustix's, not glibc's `statvfs`, which may read
+            // /proc/mounts (and allocate) on old kernels.
+            let read_only = rustix::fs::statvfs(path.as_c_str())?
+                .f_flag
+                .contains(rustix::fs::StatVfsMountFlags::RDONLY);
+            if st.st_dev != *dev || st.st_ino != *ino || !read_only {
                 return Err(io::Error::from_raw_os_error(libc::ESTALE));
             }
         }

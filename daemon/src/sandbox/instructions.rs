@@ -46,6 +46,17 @@ pub struct Locked {
     pub flags: libc::c_ulong,
 }
 
+/// A root's instruction place that exists.
+#[derive(Debug, Clone)]
+pub struct Present {
+    pub path: PathBuf,
+    /// The `MS_*` flags of its root's mount.
+    pub flags: libc::c_ulong,
+    /// The (device, inode) it leads to (a link: where it points), which
+    /// the child checks its path leads to, read-only, once mounted.
+    pub identity: (u64, u64),
+}
+
 /// What the roots and the missing places need beyond the plan.
 #[derive(Debug, Default)]
 pub struct Guard {
@@ -55,7 +66,7 @@ pub struct Guard {
     /// The roots' instruction places that exist (seen through the pinned
     /// descriptor, so a root's path swapped meanwhile changes nothing),
     /// with the `MS_*` flags of their root's mount.
-    pub present: Vec<(PathBuf, libc::c_ulong)>,
+    pub present: Vec<Present>,
     /// The roots' instruction places that do not exist, guarded by their
     /// root's lock.
     pub guarded: Vec<PathBuf>,
@@ -106,7 +117,14 @@ pub fn guard_roots(roots: &[PathBuf], pinned: &[PinnedRoot]) -> io::Result<Guard
         }
         for (name, there) in [(".git", git), (".gemini", gemini)] {
             match there {
-                Some(_) => out.present.push((root.join(name), flags)),
+                Some(_) => {
+                    let st = rustix::fs::statat(&dir, name, AtFlags::empty())?;
+                    out.present.push(Present {
+                        path: root.join(name),
+                        flags,
+                        identity: (st.st_dev, st.st_ino),
+                    });
+                }
                 None => out.guarded.push(root.join(name)),
             }
         }
