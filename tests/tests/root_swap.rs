@@ -87,6 +87,8 @@ async fn swapping_the_workspace_root_never_escapes() {
     let base = ws.parent().unwrap().to_path_buf();
     std::fs::write(ws.join("secret.txt"), format!("harmless {SHARED}\n")).unwrap();
     std::fs::write(ws.join("sub/a.txt"), format!("inner {SHARED}\n")).unwrap();
+    // A repository: the shell writes at the top level.
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
     symlink(&f.outside, base.join("ws_alt")).unwrap();
     let before = tree(&f.outside);
     let outside_names_before: Vec<PathBuf> = tree(&f.outside).into_keys().collect();

@@ -32,6 +32,9 @@ fn setup() -> Setup {
     let d = TestDaemon::start_with_env(&[("TMPDIR", tmpdir.to_str().unwrap())]);
     let outside = d.workspace.parent().unwrap().join("outside");
     std::fs::create_dir_all(&outside).unwrap();
+    // A repository, as most workspaces are: a root without `.git` takes
+    // no new top-level entries (`sandbox_git.rs`).
+    std::fs::create_dir_all(d.workspace.join(".git")).unwrap();
     Setup {
         d,
         outside,
@@ -226,18 +229,16 @@ async fn git_config_and_hooks_are_read_only_inside_the_workspace() {
         assert!(!ws.join(".gemini/settings.json").exists(), "{a}");
         assert!(!ws.join(".gemini/policies").exists(), "{a}");
     }
-    // The rest of .git stays writable (git's own work).
-    let snap = shell(
-        &c,
-        &session,
-        "echo ref > .git/HEAD && mkdir -p .git/objects/ab",
-    )
-    .await;
+    // All of .git is held (as 0.61 does); the workspace's own files are not.
+    let snap = shell(&c, &session, "mkdir -p .git/objects/ab").await;
+    assert!(!ws.join(".git/objects/ab").exists(), "{}", call_text(&snap));
+    let snap = shell(&c, &session, "echo x > new.txt && mkdir -p src/a").await;
     assert!(
         call_text(&snap).contains("Exit Code: 0"),
         "{}",
         call_text(&snap)
     );
+    assert!(ws.join("new.txt").is_file() && ws.join("src/a").is_dir());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -417,6 +418,10 @@ async fn gemctl_sandbox_check_runs_its_self_test() {
     assert!(text.contains("may write under"), "{text}");
     assert!(text.contains("ok   write inside the workspace"), "{text}");
     assert!(text.contains("ok   .git/config stays read-only"), "{text}");
+    assert!(
+        text.contains("ok   a root without .git cannot be given one"),
+        "{text}"
+    );
     assert!(!text.contains("FAIL"), "{text}");
     let status = s.d.gemctl(&["daemon", "status"]).output().unwrap();
     let status = String::from_utf8_lossy(&status.stdout);

@@ -1,7 +1,8 @@
 //! Instruction places that do not exist yet, through a real daemon: a
-//! sandboxed command cannot create `.gemini/settings.json` or
-//! `.git/hooks` in a workspace that lacks them (a new `.git` is reported),
-//! and ordinary work inside the workspace still succeeds.
+//! sandboxed command cannot create `.gemini/settings.json` (or its
+//! policies, hooks, extensions) in a repository that lacks `.gemini`, nor
+//! `.git/hooks` (all of `.git` is held), and ordinary work inside the
+//! workspace still succeeds. Roots without `.git`: `sandbox_git.rs`.
 
 use std::path::Path;
 
@@ -42,20 +43,22 @@ async fn a_workspace_without_gemini_cannot_be_given_one() {
     let c = d.client().await;
     let ws: &Path = &d.workspace;
     std::fs::create_dir_all(ws.join("src")).unwrap();
+    std::fs::create_dir_all(ws.join(".git")).unwrap();
     let session = yolo_session(&c, ws).await;
     for a in [
         "mkdir -p .gemini && echo '{}' > .gemini/settings.json",
         "echo '{}' > .gemini/settings.json",
+        "mkdir -p .gemini/policies .gemini/hooks .gemini/extensions/x",
         "rm -rf .gemini; mkdir .gemini; echo '{}' > .gemini/settings.json",
         "mv .gemini .gemini.old && mkdir .gemini && echo '{}' > .gemini/settings.json",
         "mkdir -p src/g && echo '{}' > src/g/settings.json && rmdir .gemini; mv src/g .gemini",
     ] {
         let snap = shell(&c, &session, a).await;
-        assert!(
-            !ws.join(".gemini/settings.json").exists(),
-            "{a}: {}",
-            call_text(&snap)
-        );
+        let made: Vec<_> = std::fs::read_dir(ws.join(".gemini"))
+            .map(|r| r.flatten().map(|e| e.file_name()).collect())
+            .unwrap_or_default();
+        assert!(made.is_empty(), "{a}: {made:?} {}", call_text(&snap));
+        assert!(!ws.join(".gemini.old").exists(), "{a}");
     }
     // Work in the workspace goes on, at its top level too.
     let snap = shell(
@@ -66,13 +69,6 @@ async fn a_workspace_without_gemini_cannot_be_given_one() {
     .await;
     assert!(ok(&snap), "{}", call_text(&snap));
     assert!(ws.join("sub/deep/f").is_file() && ws.join("top.txt").is_file());
-    // A `.git` a command creates where none was is reported.
-    let snap = shell(&c, &session, "mkdir .git").await;
-    assert!(
-        call_text(&snap).contains("Warning: the command created"),
-        "{}",
-        call_text(&snap)
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -86,17 +82,21 @@ async fn a_repository_without_hooks_cannot_be_given_them() {
     for a in [
         "mkdir -p .git/hooks; echo '#!/bin/sh' > .git/hooks/pre-commit",
         "echo '#!/bin/sh' > .git/hooks/post-checkout",
-        "mkdir -p .gemini && echo '{}' > .gemini/settings.json",
+        "mkdir -p .git/objects/ab",
     ] {
         let snap = shell(&c, &session, a).await;
-        let hooks: Vec<_> = std::fs::read_dir(ws.join(".git/hooks"))
-            .map(|r| r.flatten().map(|e| e.file_name()).collect())
-            .unwrap_or_default();
-        assert!(hooks.is_empty(), "{a}: {hooks:?} {}", call_text(&snap));
-        assert!(!ws.join(".gemini/settings.json").exists(), "{a}");
+        assert!(!ws.join(".git/hooks").exists(), "{a}: {}", call_text(&snap));
+        assert!(!ws.join(".git/objects/ab").exists(), "{a}");
     }
-    // The repository's own work goes on, and new top-level files too.
-    let snap = shell(&c, &session, "mkdir -p .git/objects/ab && echo x > new.txt").await;
+    // The refusal says what is read-only.
+    let snap = shell(&c, &session, "mkdir .git/hooks").await;
+    assert!(
+        call_text(&snap).contains(".git and .gemini are read-only"),
+        "{}",
+        call_text(&snap)
+    );
+    // The workspace's own files, and new top-level ones, are writable.
+    let snap = shell(&c, &session, "echo x > new.txt").await;
     assert!(ok(&snap), "{}", call_text(&snap));
     assert!(ws.join("new.txt").is_file());
 }

@@ -173,6 +173,17 @@ pub fn prepare(
     cwd: Option<&Path>,
     network: Option<bool>,
 ) -> Result<Applied, String> {
+    prepare_pinned(roots, &[], cwd, network)
+}
+
+/// As [`prepare`], with the roots as a session pinned them (a root's
+/// instruction places are guarded from its pinned descriptor).
+pub fn prepare_pinned(
+    roots: &[PathBuf],
+    pinned: &[crate::tools::PinnedRoot],
+    cwd: Option<&Path>,
+    network: Option<bool>,
+) -> Result<Applied, String> {
     let Some((user_settings, places)) = DAEMON.get() else {
         // Only in tests that build discovery without a daemon.
         return Ok(Applied::default());
@@ -194,13 +205,14 @@ pub fn prepare(
         }),
         Decision::Refuse(why) => Err(why),
         Decision::Sandboxed(confined) => {
-            let (prepared, _unheld) = confined
+            let prepared = confined
                 .prepare(cwd.map(|path| WorkDir {
                     path,
                     identity: None,
-                    pinned: &[],
+                    pinned,
                 }))
-                .map_err(|e| format!("the sandbox could not be prepared: {e}"))?;
+                .map_err(|e| format!("the sandbox could not be prepared: {e}"))?
+                .prepared;
             Ok(Applied {
                 prepared: Some(prepared),
                 note: None,

@@ -6,9 +6,11 @@
 //! waiting. A plan's hooks run in parallel, or in order when sequential
 //! (each then sees the input as the previous one changed it).
 //! When the user's `sandbox.mode` is on, a hook runs in the sandbox as the
-//! discovery command does (`discovery/jail.rs`): it may write the session's
-//! folder, the temp dirs and `sandbox.allowWrite`, never the denied places;
-//! network as `sandbox.network`. A sandbox that cannot be had under
+//! discovery command does (`discovery/jail.rs`): it may write where the
+//! session's shell commands may (the session's workspace roots, pinned,
+//! with their instruction places held; the temp dirs and
+//! `sandbox.allowWrite`), never the denied places; network as
+//! `sandbox.network`. A sandbox that cannot be had under
 //! `"required"` (or broken settings) means the hook does not run.
 
 use std::path::PathBuf;
@@ -33,6 +35,10 @@ pub struct HookEnv {
     pub cwd: PathBuf,
     pub transcript_path: String,
     pub plans_dir: PathBuf,
+    /// The session's workspace roots, pinned (the primary first, then its
+    /// include directories): where a sandboxed hook may write, as the
+    /// session's shell commands may. Empty: the session's folder alone.
+    pub roots: Vec<crate::tools::PinnedRoot>,
 }
 
 /// One hook run, for the session's event log.
@@ -191,7 +197,12 @@ async fn spawn_and_wait(
         .stderr(Stdio::piped())
         .process_group(0)
         .kill_on_drop(true);
-    match crate::discovery::jail::prepare(std::slice::from_ref(&env.cwd), Some(&env.cwd), None) {
+    let roots: Vec<PathBuf> = if env.roots.is_empty() {
+        vec![env.cwd.clone()]
+    } else {
+        env.roots.iter().map(|r| r.path().to_path_buf()).collect()
+    };
+    match crate::discovery::jail::prepare_pinned(&roots, &env.roots, Some(&env.cwd), None) {
         Ok(applied) => {
             if let Some(prepared) = applied.prepared {
                 crate::sandbox::install(&mut command, prepared);
@@ -322,6 +333,7 @@ mod tests {
             cwd: "/w x".into(),
             transcript_path: String::new(),
             plans_dir: "/p".into(),
+            roots: Vec::new(),
         };
         assert_eq!(
             expand("$GEMINI_PROJECT_DIR/h.sh $GEMINI_SESSION_ID", &env),

@@ -93,7 +93,8 @@ fn run(plan: &Plan, cwd: &Path, script: &str) -> Result<(bool, String), String> 
     Ok((out.status.success(), text.trim().to_owned()))
 }
 
-/// A fresh workspace (with a `.git/config`) and the probes.
+/// A fresh workspace (with a `.git/config`, and a second root inside it
+/// without `.git`) and the probes.
 fn self_test(places: &DaemonPlaces) -> Vec<SandboxProbe> {
     let mut probes = Vec::new();
     let ws = match tempfile::Builder::new()
@@ -116,11 +117,14 @@ fn self_test(places: &DaemonPlaces) -> Vec<SandboxProbe> {
         .unwrap_or_else(|_| ws.path().to_path_buf());
     let _ = std::fs::create_dir_all(root.join(".git"));
     let _ = std::fs::write(root.join(".git/config"), "[core]\n");
+    // A second root, without `.git`.
+    let plain = root.join("plain");
+    let _ = std::fs::create_dir_all(&plain);
     let plan = Plan::new(
         Mode::WorkspaceWrite,
         &SandboxSettings::default(),
         false,
-        std::slice::from_ref(&root),
+        &[root.clone(), plain],
         places,
     );
     let listener = std::net::TcpListener::bind("127.0.0.1:0").ok();
@@ -147,6 +151,11 @@ fn self_test(places: &DaemonPlaces) -> Vec<SandboxProbe> {
         (
             ".git/config stays read-only".into(),
             "echo '[core] fsmonitor = x' >> .git/config".into(),
+            Expect::Refused,
+        ),
+        (
+            "a root without .git cannot be given one".into(),
+            "mkdir plain/.git".into(),
             Expect::Refused,
         ),
     ];

@@ -2,9 +2,11 @@
 //! allocate or fail slowly is prepared in the daemon (the Landlock ruleset,
 //! C strings, mount flags); the child, between fork and exec, only makes
 //! system calls. In order: new user and mount namespaces (and a network
-//! namespace with loopback alone when the network is off), hidden places
+//! namespace with loopback alone when the network is off), the entries of
+//! locked directories bound writable over themselves, hidden places
 //! covered by an empty inaccessible tmpfs (files by `/dev/null`),
-//! instruction files bind-mounted read-only over themselves, the working
+//! instruction files bind-mounted read-only over themselves, locked
+//! directories made read-only (and checked to be the same), the working
 //! directory entered again through the new mounts (and checked to be the
 //! same directory), resource limits, `no_new_privs`, and Landlock last
 //! (a Landlocked process may not mount).
@@ -85,6 +87,15 @@ pub struct Prepared {
     gid_map: Vec<u8>,
     hidden: Vec<Hidden>,
     held: Vec<Held>,
+    /// The entries of locked directories, bound writable over themselves
+    /// before their directory is made read-only (`instructions.rs`).
+    writable_binds: Vec<CString>,
+    /// Locked directories, children first, with the (device, inode)
+    /// each path must still lead to.
+    locked: Vec<(Held, (u64, u64))>,
+    /// Roots' instruction places held by path, with the (device, inode)
+    /// each path must lead to once held.
+    checked: Vec<(CString, (u64, u64))>,
     network: bool,
     processes: Option<u64>,
     file_size: Option<u64>,
@@ -98,8 +109,11 @@ fn c_path(path: &Path) -> io::Result<CString> {
 
 /// `statvfs` flags → the `MS_*` flags a read-only remount must keep.
 fn locked_flags(path: &Path) -> io::Result<libc::c_ulong> {
-    let vfs = rustix::fs::statvfs(path)?;
-    let f = vfs.f_flag;
+    Ok(ms_flags(rustix::fs::statvfs(path)?.f_flag))
+}
+
+/// The `MS_*` flags of `statvfs` flags `f`.
+pub(super) fn ms_flags(f: rustix::fs::StatVfsMountFlags) -> libc::c_ulong {
     use rustix::fs::StatVfsMountFlags as S;
     let mut out: libc::c_ulong = 0;
     for (st, ms) in [
@@ -114,7 +128,7 @@ fn locked_flags(path: &Path) -> io::Result<libc::c_ulong> {
             out |= ms;
         }
     }
-    Ok(out)
+    out
 }
 
 /// What could not be held read-only because it does not exist (the call
@@ -122,6 +136,8 @@ fn locked_flags(path: &Path) -> io::Result<libc::c_ulong> {
 pub struct Preparation {
     pub prepared: Prepared,
     pub missing: Vec<std::path::PathBuf>,
+    /// Directories whose own entries the command may not change.
+    pub locked: Vec<super::instructions::Locked>,
 }
 
 /// Where a command starts: a path the child enters again through its new
@@ -153,15 +169,14 @@ pub fn prepare(plan: &Plan, abi: i32, cwd: Option<WorkDir<'_>>) -> io::Result<Pr
         ruleset = ruleset.scope(Scope::from_all(abi)).map_err(ll)?;
     }
     let mut created = ruleset.create().map_err(ll)?;
-    // Missing instruction places of the roots: made and held (see
-    // `instructions.rs`).
-    let guard = super::instructions::guard(&plan.roots, cwd.map_or(&[][..], |c| c.pinned))?;
+    // Missing instruction places of the roots: see `instructions.rs`.
+    let mut guard =
+        super::instructions::guard_roots(&plan.roots, cwd.map_or(&[][..], |c| c.pinned))?;
     for dir in &plan.writable {
         if let Ok(fd) = PathFd::new(dir) {
             created = created.add_rule(PathBeneath::new(fd, write)).map_err(ll)?;
         }
     }
-    let mut missing = guard.absent.clone();
     let file_rights: BitFlags<AccessFs> = AccessFs::from_file(abi) & write;
     for dev in DEVICES.iter().chain(DEVICE_DIRS) {
         if let Ok(fd) = PathFd::new(dev) {
@@ -188,28 +203,49 @@ pub fn prepare(plan: &Plan, abi: i32, cwd: Option<WorkDir<'_>>) -> io::Result<Pr
         });
     }
     let mut held = Vec::new();
-    for path in &guard.hold {
-        held.push(Held {
-            path: c_path(path)?,
-            flags: locked_flags(path)?,
-        });
-    }
+    let mut checked = Vec::new();
     for path in &plan.read_only {
+        // A root's own places were looked at through its pinned
+        // descriptor: held when there, else its root is locked.
+        if let Some(place) = guard.present.iter().find(|p| &p.path == path) {
+            held.push(Held {
+                path: c_path(path)?,
+                flags: place.flags,
+            });
+            checked.push((c_path(path)?, place.identity));
+            continue;
+        }
+        if guard.guarded.contains(path) {
+            continue;
+        }
         match std::fs::symlink_metadata(path) {
             Ok(_) => held.push(Held {
                 path: c_path(path)?,
                 flags: locked_flags(path)?,
             }),
-            Err(_) => missing.push(path.clone()),
+            Err(_) => {
+                super::instructions::guard_place(path, &plan.writable, &plan.roots, &mut guard)?
+            }
         }
     }
-    for path in &plan.read_only_files {
-        if std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file()) {
-            held.push(Held {
-                path: c_path(path)?,
-                flags: locked_flags(path)?,
-            });
+    // Entries bound writable, parents first; locked directories made
+    // read-only, children first (a parent's recursive bind copies them).
+    guard.locked.sort_by(|a, b| a.dir.cmp(&b.dir));
+    let mut writable_binds = Vec::new();
+    for l in &guard.locked {
+        for e in &l.entries {
+            writable_binds.push(c_path(e)?);
         }
+    }
+    let mut locked = Vec::new();
+    for l in guard.locked.iter().rev() {
+        locked.push((
+            Held {
+                path: c_path(&l.dir)?,
+                flags: l.flags,
+            },
+            l.identity,
+        ));
     }
     let cwd = match cwd {
         Some(dir) => {
@@ -231,12 +267,16 @@ pub fn prepare(plan: &Plan, abi: i32, cwd: Option<WorkDir<'_>>) -> io::Result<Pr
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
             hidden,
             held,
+            writable_binds,
+            locked,
+            checked,
             network: plan.network,
             processes: plan.limits.processes,
             file_size: plan.limits.file_size,
             cwd,
         },
-        missing,
+        missing: guard.missing,
+        locked: guard.locked,
     })
 }
 
@@ -310,6 +350,17 @@ fn enter(p: &Prepared) -> io::Result<()> {
             std::ptr::null(),
         )
     })?;
+    for path in &p.writable_binds {
+        check(unsafe {
+            libc::mount(
+                path.as_ptr(),
+                path.as_ptr(),
+                null,
+                libc::MS_BIND | libc::MS_REC,
+                std::ptr::null(),
+            )
+        })?;
+    }
     for h in &p.hidden {
         let rc = if h.dir {
             unsafe {
@@ -334,7 +385,7 @@ fn enter(p: &Prepared) -> io::Result<()> {
         };
         check(rc)?;
     }
-    for h in &p.held {
+    for h in p.held.iter().chain(p.locked.iter().map(|(h, _)| h)) {
         check(unsafe {
             libc::mount(
                 h.path.as_ptr(),
@@ -353,6 +404,29 @@ fn enter(p: &Prepared) -> io::Result<()> {
                 std::ptr::null(),
             )
         })?;
+    }
+    // The mounts went by path: each must have landed on the pinned place
+    // (a path swapped and swapped back meanwhile would have put it
+    // elsewhere), so the path must lead to it now, read-only.
+    for (path, (dev, ino)) in p
+        .locked
+        .iter()
+        .map(|(h, id)| (&h.path, id))
+        .chain(p.checked.iter().map(|(c, id)| (c, id)))
+    {
+        // SAFETY: NUL-terminated path; `st` is written by the kernel.
+        unsafe {
+            let mut st: libc::stat = std::mem::zeroed();
+            check(libc::stat(path.as_ptr(), &mut st))?;
+            // rustix's, not glibc's `statvfs`, which may read
+            // /proc/mounts (and allocate) on old kernels.
+            let read_only = rustix::fs::statvfs(path.as_c_str())?
+                .f_flag
+                .contains(rustix::fs::StatVfsMountFlags::RDONLY);
+            if st.st_dev != *dev || st.st_ino != *ino || !read_only {
+                return Err(io::Error::from_raw_os_error(libc::ESTALE));
+            }
+        }
     }
     if !p.network {
         loopback_up()?;

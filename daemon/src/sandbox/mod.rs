@@ -21,7 +21,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use check::{SandboxCheck, SandboxProbe, check};
-pub use child::{Prepared, WorkDir, install};
+pub use child::{Preparation, Prepared, WorkDir, install};
+pub use instructions::Locked;
 pub use plan::{DEFAULT_DENY_READ, DaemonPlaces, Plan, expand};
 pub use refusal::explain_refusal;
 pub use settings::{Limits, Mode, SandboxSettings};
@@ -115,15 +116,11 @@ pub struct Confined {
 }
 
 impl Confined {
-    /// Prepares the child's side for a command working in `cwd`; returns
-    /// it with the instruction files that could not be held (they do not
-    /// exist yet).
-    pub fn prepare(
-        &self,
-        cwd: Option<child::WorkDir<'_>>,
-    ) -> std::io::Result<(Prepared, Vec<PathBuf>)> {
-        let p = child::prepare(&self.plan, self.abi, cwd)?;
-        Ok((p.prepared, p.missing))
+    /// Prepares the child's side for a command working in `cwd`, with the
+    /// instruction places that could not be held or guarded (they do not
+    /// exist yet) and the directories locked instead.
+    pub fn prepare(&self, cwd: Option<child::WorkDir<'_>>) -> std::io::Result<Preparation> {
+        child::prepare(&self.plan, self.abi, cwd)
     }
 
     /// One line for the call's result.

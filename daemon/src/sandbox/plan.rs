@@ -23,8 +23,11 @@ pub const DEFAULT_DENY_READ: &[&str] = &[
 ];
 
 /// Names inside each writable workspace root that git or the daemon take
-/// instructions from, held read-only.
-pub const ROOT_INSTRUCTION_FILES: &[&str] = &[".git/config", ".git/hooks", ".gemini"];
+/// instructions from, held read-only whole: all of `.git` (as 0.61 does),
+/// since its `config` and `hooks` are not its only instructions
+/// (`commondir`, `modules/*/config`, `config.worktree`) and a `.git`
+/// that is not itself held could be renamed away and replaced.
+pub const ROOT_INSTRUCTION_FILES: &[&str] = &[".git", ".gemini"];
 
 /// The daemon's own places, found once at start.
 #[derive(Debug, Clone, Default)]
@@ -47,10 +50,6 @@ pub struct Plan {
     pub hidden: Vec<PathBuf>,
     /// Candidates: the child holds read-only those that exist.
     pub read_only: Vec<PathBuf>,
-    /// Held read-only only when they are regular files (a `.git` file of
-    /// a worktree names where git's configuration is; a `.git` directory
-    /// stays writable but for its config and hooks).
-    pub read_only_files: Vec<PathBuf>,
     pub network: bool,
     pub limits: Limits,
     /// What the plan left out and why, for the call's events.
@@ -113,11 +112,6 @@ impl Plan {
                 read_only.extend(ROOT_INSTRUCTION_FILES.iter().map(|n| root.join(n)));
             }
         }
-        let read_only_files: Vec<PathBuf> = if mode == Mode::ReadOnly {
-            Vec::new()
-        } else {
-            roots.iter().map(|r| r.join(".git")).collect()
-        };
         read_only.extend(places.instructions.iter().cloned());
         // Only what could be written needs holding, and nothing hidden.
         read_only.retain(|p| {
@@ -133,7 +127,6 @@ impl Plan {
             writable,
             hidden,
             read_only,
-            read_only_files,
             network,
             limits: settings.limits,
             notes,
@@ -191,13 +184,8 @@ mod tests {
         }
         assert_eq!(
             plan.read_only,
-            vec![
-                p("/home/u/proj/.gemini"),
-                p("/home/u/proj/.git/config"),
-                p("/home/u/proj/.git/hooks"),
-            ]
+            vec![p("/home/u/proj/.gemini"), p("/home/u/proj/.git"),]
         );
-        assert_eq!(plan.read_only_files, vec![p("/home/u/proj/.git")]);
         assert!(!plan.network);
     }
 

@@ -33,7 +33,14 @@ const MAX_LINES: usize = 5;
 
 /// A note when `output` looks refused by the sandbox, naming what was
 /// refused; `None` otherwise. `network` says whether it was on.
-pub fn explain_refusal(output: &str, network: bool, writable: &[String]) -> Option<String> {
+/// `locked` says where the command could not change the entries of a
+/// directory (`instructions.rs`).
+pub fn explain_refusal(
+    output: &str,
+    network: bool,
+    writable: &[String],
+    locked: &[String],
+) -> Option<String> {
     let mut paths = Vec::new();
     let mut connections = Vec::new();
     for line in output.lines() {
@@ -56,8 +63,9 @@ pub fn explain_refusal(output: &str, network: bool, writable: &[String]) -> Opti
     let mut note = String::from("The sandbox may have refused part of this command.");
     if !paths.is_empty() {
         note.push_str(&format!(
-            "\nRefused file access (writes are allowed only under {}; secrets and the daemon's own files are hidden; .git/config, .git/hooks and .gemini are read-only):",
-            writable.join(", ")
+            "\nRefused file access (writes are allowed only under {}; secrets and the daemon's own files are hidden; .git and .gemini are read-only{}):",
+            writable.join(", "),
+            locked.iter().map(|l| format!("; {l}")).collect::<String>()
         ));
         for l in &paths {
             note.push_str(&format!("\n  {l}"));
@@ -85,18 +93,25 @@ mod tests {
                    ok line\n\
                    bash: /home/u/p/.git/config: Read-only file system\n\
                    curl: (7) Failed to connect to 127.0.0.1 port 8080: Connection refused\n";
-        let note = explain_refusal(out, false, &["/home/u/p".to_owned()]).unwrap();
+        let note = explain_refusal(
+            out,
+            false,
+            &["/home/u/p".to_owned()],
+            &["nothing may be created in /home/u/p".to_owned()],
+        )
+        .unwrap();
         assert!(note.contains("'/etc/x': Permission denied"));
         assert!(note.contains(".git/config: Read-only file system"));
         assert!(note.contains("127.0.0.1 port 8080"));
+        assert!(note.contains("; nothing may be created in /home/u/p"));
         assert!(note.contains("\"sandbox\": false"));
         assert!(!note.contains("ok line"));
     }
 
     #[test]
     fn quiet_when_nothing_was_refused() {
-        assert!(explain_refusal("all good\n", false, &[]).is_none());
+        assert!(explain_refusal("all good\n", false, &[], &[]).is_none());
         // With the network on, a refused connection is the peer's doing.
-        assert!(explain_refusal("Connection refused\n", true, &[]).is_none());
+        assert!(explain_refusal("Connection refused\n", true, &[], &[]).is_none());
     }
 }

@@ -28,6 +28,7 @@ impl Actor {
             cwd: PathBuf::from(&self.record.cwd),
             transcript_path: String::new(),
             plans_dir: self.deps.shell_output.join(&self.record.id).join("plans"),
+            roots: self.ctx.roots().to_vec(),
         }
     }
 

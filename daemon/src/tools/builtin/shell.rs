@@ -4,8 +4,9 @@
 //! * stdout and stderr go to one shared pipe, so they are merged in exactly
 //!   the order written; ANSI escapes are stripped; deltas are streamed,
 //!   coalesced (at most every 100 ms or 8 KiB).
-//! * Background jobs are reported: the command is wrapped so that bash runs
-//!   `pgrep -g 0` after it and records the group's members in a temp file.
+//! * Background jobs are reported: the members of bash's process group
+//!   left when it exits (one `killpg(pgid, 0)`, `/proc` only when the
+//!   group is not empty).
 //! * On normal exit, background jobs are left running (as the reference
 //!   does) and their PIDs reported; we stop reading the pipes shortly after
 //!   the shell exits, so a job that keeps writing may get SIGPIPE.

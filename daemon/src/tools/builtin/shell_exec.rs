@@ -14,9 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::contract::{OutputSink, ToolError};
 use super::shell_output::{Collected, Collector, Decoder};
-use super::shell_proc::{
-    MARKER_VAR, new_marker, parse_background_pids, shell_quote, terminate_tree,
-};
+use super::shell_proc::{MARKER_VAR, background_members, new_marker, terminate_tree};
 
 /// Limits for shell calls.
 #[derive(Debug, Clone)]
@@ -147,21 +145,10 @@ pub async fn run_wrapped(
         Some(root) => crate::child_env::for_child_in(root),
         None => crate::child_env::for_child(),
     };
-    // bash writes the members of its process group here after the command,
-    // which is how background jobs are found (as the reference does).
-    let pid_file = tempfile::Builder::new()
-        .prefix("geminid-pgrep-")
-        .tempfile()
-        .map_err(|e| ToolError::execution(format!("cannot create temp file: {e}")))?;
-    let pid_path = pid_file
-        .path()
-        .to_str()
-        .ok_or_else(|| ToolError::execution("temp path is not UTF-8"))?;
     // The newline before `}` ends a trailing comment or `&` in the command.
-    let script = format!(
-        "{{ {command}\n}}; __code=$?; pgrep -g 0 >{} 2>/dev/null; exit $__code",
-        shell_quote(pid_path)
-    );
+    // Background jobs are the members of bash's process group once it has
+    // exited (`background_members`).
+    let script = format!("{{ {command}\n}}");
     // stdout and stderr share one pipe, so the merged output keeps exactly
     // the order of the writes (two pipes read concurrently can reorder
     // writes that come close together).
@@ -245,6 +232,8 @@ pub async fn run_wrapped(
     let mut background_pids = Vec::new();
     match ended {
         Ended::Exited => {
+            // The group's members as bash exits, before they may end.
+            background_pids = background_members(pgid);
             // Pipes may still hold output; background jobs may hold them open.
             let until = Instant::now() + DRAIN_AFTER_EXIT;
             while pipes_open {
@@ -261,8 +250,6 @@ pub async fn run_wrapped(
                 Some(Err(e)) => error = Some(format!("waiting for bash failed: {e}")),
                 None => {}
             }
-            let listed = std::fs::read_to_string(pid_file.path()).unwrap_or_default();
-            background_pids = parse_background_pids(&listed, pgid);
         }
         Ended::Cancelled | Ended::TimedOut => {
             terminate_tree(pgid, &marker).await;

@@ -246,22 +246,25 @@ fn signal_all(groups: &BTreeSet<i32>, pids: &[i32], signal: Signal) {
     }
 }
 
-/// Parses the PID list the wrapper script wrote (`pgrep -g 0`), dropping the
-/// shell itself.
-pub fn parse_background_pids(text: &str, shell_pid: i32) -> Vec<i32> {
-    let mut pids: Vec<i32> = text
-        .lines()
-        .filter_map(|l| l.trim().parse().ok())
-        .filter(|p| *p != shell_pid)
+/// The live members of process group `pgid` but its leader (the shell,
+/// which has exited): the command's background jobs. One `killpg(pgid, 0)`
+/// answers the usual case, an empty group; only a group that still has
+/// members is looked for in `/proc` (this replaced a `pgrep -g 0` the
+/// shell ran after every command, a fork and exec each time).
+pub fn background_members(pgid: i32) -> Vec<i32> {
+    let Some(group) = Pid::from_raw(pgid) else {
+        return Vec::new();
+    };
+    if rustix::process::test_kill_process_group(group).is_err() {
+        return Vec::new();
+    }
+    let mut pids: Vec<i32> = all_processes()
+        .into_iter()
+        .filter(|p| p.pgrp == pgid && p.pid != pgid)
+        .map(|p| p.pid)
         .collect();
     pids.sort_unstable();
-    pids.dedup();
     pids
-}
-
-/// Quotes `s` for bash as one word.
-pub fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 #[cfg(test)]
@@ -269,15 +272,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn parses_pid_lists() {
-        assert_eq!(parse_background_pids("10\n 7\n10\nx\n3\n", 3), vec![7, 10]);
-        assert!(parse_background_pids("", 1).is_empty());
-    }
-
-    #[test]
-    fn quotes_for_bash() {
-        assert_eq!(shell_quote("a b"), "'a b'");
-        assert_eq!(shell_quote("it's"), r"'it'\''s'");
+    fn lists_a_groups_members_but_its_leader() {
+        use std::os::unix::process::CommandExt;
+        // A leader that leaves a member behind, as a shell leaves a job.
+        let mut leader = std::process::Command::new("bash")
+            .args(["-c", "sleep 30 >/dev/null & echo $!"])
+            .stdout(std::process::Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pgid = leader.id() as i32;
+        let mut out = String::new();
+        std::io::Read::read_to_string(leader.stdout.as_mut().unwrap(), &mut out).unwrap();
+        leader.wait().unwrap();
+        let job: i32 = out.trim().parse().unwrap();
+        assert_eq!(background_members(pgid), vec![job]);
+        let _ = rustix::process::kill_process_group(Pid::from_raw(pgid).unwrap(), Signal::KILL);
+        // An empty group has no members.
+        let done = std::process::Command::new("true")
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        let pgid = done.id() as i32;
+        done.wait_with_output().unwrap();
+        assert!(background_members(pgid).is_empty());
     }
 
     #[test]

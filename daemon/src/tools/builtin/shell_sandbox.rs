@@ -21,7 +21,7 @@ pub struct JailReport {
     line: String,
     /// Set when refusals are worth explaining: the network state and the
     /// writable places.
-    explain: Option<(bool, Vec<String>)>,
+    explain: Option<(bool, Vec<String>, Vec<String>)>,
     /// Instruction files that did not exist, so could not be held.
     unheld: Vec<PathBuf>,
 }
@@ -57,7 +57,7 @@ impl Jail {
                 format!("The command was not run: {why}"),
             )),
             Decision::Sandboxed(confined) => {
-                let (prepared, unheld) = confined
+                let ready = confined
                     .prepare(Some(crate::sandbox::WorkDir {
                         path: cwd,
                         identity: Some(cwd_identity),
@@ -78,12 +78,26 @@ impl Jail {
                     .iter()
                     .map(|p| p.display().to_string())
                     .collect();
+                let locked = ready
+                    .locked
+                    .iter()
+                    .map(|l| {
+                        format!(
+                            "nothing may be created, renamed or removed directly in {} (it has no {} and none may be made there: geminid or git take instructions from it)",
+                            l.dir.display(),
+                            l.keeps.file_name().map_or_else(
+                                || l.keeps.display().to_string(),
+                                |n| n.to_string_lossy().into_owned()
+                            )
+                        )
+                    })
+                    .collect();
                 Ok(Jail {
-                    prepared: Some(prepared),
+                    prepared: Some(ready.prepared),
                     report: JailReport {
                         line,
-                        explain: Some((confined.plan.network, writable)),
-                        unheld,
+                        explain: Some((confined.plan.network, writable, locked)),
+                        unheld: ready.missing,
                     },
                 })
             }
@@ -95,8 +109,8 @@ impl JailReport {
     /// The lines for the result, given the command's output.
     pub fn finish(self, output: &str) -> String {
         let mut out = self.line;
-        if let Some((network, writable)) = &self.explain
-            && let Some(note) = explain_refusal(output, *network, writable)
+        if let Some((network, writable, locked)) = &self.explain
+            && let Some(note) = explain_refusal(output, *network, writable, locked)
         {
             out.push('\n');
             out.push_str(&note);
