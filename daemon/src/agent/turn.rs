@@ -92,7 +92,7 @@ pub enum TurnMsg {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnEnd {
     /// `completed`, `cancelled`, `error`, `max_steps`, `loop_detected`,
-    /// `blocked`/`stopped` (a BeforeAgent hook).
+    /// `blocked`/`stopped` (a BeforeAgent, BeforeModel or AfterModel hook).
     pub reason: &'static str,
     pub message: Option<String>,
     pub usage: Usage,
@@ -114,6 +114,8 @@ pub struct TurnSpec {
     /// The PreCompress hooks for this job's trigger (`auto` in a turn,
     /// `manual` between turns), fired before each compression.
     pub pre_compress: Option<AgentHooks>,
+    /// BeforeModel, BeforeToolSelection and AfterModel, around each request.
+    pub model_hooks: super::model_hooks::ModelHooks,
     /// Where its references are read; `None`: nothing is read (the text
     /// goes as it is).
     pub references: Option<super::references::ReferenceReader>,
@@ -209,7 +211,7 @@ pub async fn run(mut spec: TurnSpec, line: TurnLine) {
     }));
 }
 
-type Ending = (&'static str, Option<String>);
+pub(super) type Ending = (&'static str, Option<String>);
 
 async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
     let user = match &spec.references {
@@ -281,6 +283,7 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
             system: system.clone(),
             contents: sent(&contents, prefix.as_ref()),
             tools: spec.tools.clone(),
+            ..ModelRequest::default()
         };
         let mut estimate = request_tokens(&request);
         if calibration.apply(estimate) >= spec.context.compress_at() && !compression_failed {
@@ -308,18 +311,37 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
                 )),
             );
         }
-        let response = match stream_response(
-            spec,
-            sink,
-            &mut current,
-            &mut fallback,
-            &request,
-            usage,
-            estimate,
-        )
-        .await
-        {
-            Ok((parts, reported)) => {
+        use super::model_hooks::{self, Step};
+        let streamed = match model_hooks::before_request(spec, sink, &mut request, &current).await {
+            Step::End(ending) => return ending,
+            Step::Respond(parts) => {
+                // A hook answered in the model's stead: nothing is sent.
+                model_hooks::respond(spec, sink, &parts);
+                Ok((parts, None))
+            }
+            Step::Send { model, view } => {
+                // A model a hook chose serves this request only.
+                let chosen = model.is_some();
+                let mut using = model.unwrap_or_else(|| current.clone());
+                let streamed = stream_response(
+                    spec,
+                    sink,
+                    &mut using,
+                    &mut fallback,
+                    (&request, view.as_ref()),
+                    usage,
+                    estimate,
+                )
+                .await;
+                if !chosen {
+                    current = using;
+                }
+                streamed.map(|(parts, reported)| (parts, Some(reported)))
+            }
+        };
+        let response = match streamed {
+            Ok((parts, None)) => parts,
+            Ok((parts, Some(reported))) => {
                 calibration.learn(estimate, reported);
                 parts
             }
@@ -486,7 +508,7 @@ async fn stream_response(
     sink: &Sink,
     current: &mut (String, Arc<dyn Model>),
     fallback: &mut Option<(String, Arc<dyn Model>)>,
-    request: &ModelRequest,
+    (request, view): (&ModelRequest, Option<&Value>),
     usage: &mut Usage,
     estimate: u64,
 ) -> Result<(Vec<Part>, u64), (Ending, Vec<Part>)> {
@@ -539,6 +561,18 @@ async fn stream_response(
                 return Err((("error", Some(e.message)), parts));
             }
             Some(Ok(chunk)) => {
+                let chunk = match view {
+                    Some(view) => {
+                        match super::model_hooks::after_chunk(spec, sink, view, chunk).await {
+                            Ok(chunk) => chunk,
+                            Err(ending) => {
+                                add_usage(spec, sink, &model_name, usage, step_usage, estimate);
+                                return Err((ending, parts));
+                            }
+                        }
+                    }
+                    None => chunk,
+                };
                 step_usage = chunk.usage.or(step_usage);
                 for part in chunk.parts {
                     if part == Part::text("") || part == Part::thought("") {
