@@ -8,12 +8,30 @@
 
 use std::sync::Arc;
 
-use geminid_protocol::event::EventPayload;
 use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 
-use super::turn::{AgentHooks, Ending, Sink, TurnMsg, TurnSpec};
+use crate::hooks::HookRun;
 use crate::hooks::model::{self as hook_model, AfterModel, BeforeModel};
 use crate::model::{Chunk, Model, ModelRequest, Part};
+
+/// How a turn ends: its reason and message.
+type Ending = (&'static str, Option<String>);
+
+/// Hooks a turn fires itself: the plan and the session's hook
+/// environment; their runs go to the actor as `TurnMsg::HookRuns`.
+pub struct AgentHooks {
+    pub plan: crate::hooks::Plan,
+    pub env: crate::hooks::HookEnv,
+}
+
+/// What firing needs from the turn: its hooks, its cancellation, and
+/// where the runs go.
+pub(super) struct Firing<'a> {
+    pub hooks: &'a ModelHooks,
+    pub cancel: &'a CancellationToken,
+    pub report: &'a (dyn Fn(Vec<HookRun>) + Send + Sync),
+}
 
 /// Builds the client of another model, by name, when a BeforeModel hook
 /// names one.
@@ -45,16 +63,15 @@ pub(super) enum Step {
 /// Fires BeforeModel and BeforeToolSelection for `request` (to be sent to
 /// `current`), changing it as they say.
 pub(super) async fn before_request(
-    spec: &TurnSpec,
-    sink: &Sink,
+    f: &Firing<'_>,
     request: &mut ModelRequest,
     current: &(String, Arc<dyn Model>),
 ) -> Step {
-    let hooks = &spec.model_hooks;
+    let hooks = f.hooks;
     let mut model = None;
     if let Some(before) = &hooks.before_model {
         let view = view_of(request, current);
-        let fired = fire(spec, sink, before, hook_model::request_input(&view)).await;
+        let fired = fire(f, before, hook_model::request_input(&view)).await;
         let Some(merged) = fired else {
             return Step::End(("cancelled", None));
         };
@@ -90,7 +107,7 @@ pub(super) async fn before_request(
     let using = model.as_ref().unwrap_or(current);
     if let Some(selection) = &hooks.tool_selection {
         let view = view_of(request, using);
-        let fired = fire(spec, sink, selection, hook_model::request_input(&view)).await;
+        let fired = fire(f, selection, hook_model::request_input(&view)).await;
         let Some(merged) = fired else {
             return Step::End(("cancelled", None));
         };
@@ -115,16 +132,15 @@ fn view_of(request: &ModelRequest, model: &(String, Arc<dyn Model>)) -> Value {
 /// Fires AfterModel on one chunk: the chunk as it goes on, or how the turn
 /// ends.
 pub(super) async fn after_chunk(
-    spec: &TurnSpec,
-    sink: &Sink,
+    f: &Firing<'_>,
     view: &Value,
     chunk: Chunk,
 ) -> Result<Chunk, Ending> {
-    let Some(after) = &spec.model_hooks.after_model else {
+    let Some(after) = &f.hooks.after_model else {
         return Ok(chunk);
     };
     let fields = hook_model::after_input(view, &chunk);
-    let Some(merged) = fire(spec, sink, after, fields).await else {
+    let Some(merged) = fire(f, after, fields).await else {
         return Err(("cancelled", None));
     };
     match hook_model::after_model(merged.as_ref()) {
@@ -138,27 +154,14 @@ pub(super) async fn after_chunk(
     }
 }
 
-/// A hook's answer in the model's stead, shown as the model's text.
-pub(super) fn respond(spec: &TurnSpec, sink: &Sink, parts: &[Part]) {
-    for part in parts {
-        if let Some(text) = &part.text {
-            sink.send(TurnMsg::Emit(EventPayload::ModelText {
-                turn_id: spec.turn_id.clone(),
-                delta: text.clone(),
-            }));
-        }
-    }
-}
-
 /// Runs `hooks`; their runs become events. `None` when the turn was
 /// cancelled meanwhile.
 async fn fire(
-    spec: &TurnSpec,
-    sink: &Sink,
+    f: &Firing<'_>,
     hooks: &AgentHooks,
     fields: serde_json::Map<String, Value>,
 ) -> Option<Option<crate::hooks::Merged>> {
-    let fired = crate::hooks::fire(&hooks.plan, &hooks.env, fields, &spec.cancel).await;
-    sink.send(TurnMsg::HookRuns(fired.runs));
-    (!spec.cancel.is_cancelled()).then_some(fired.merged)
+    let fired = crate::hooks::fire(&hooks.plan, &hooks.env, fields, f.cancel).await;
+    (f.report)(fired.runs);
+    (!f.cancel.is_cancelled()).then_some(fired.merged)
 }

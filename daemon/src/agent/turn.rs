@@ -23,6 +23,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::compression::{self, Compressed, Summarizer};
 use super::context::{Calibration, request_tokens, sent_history};
+pub use super::model_hooks::AgentHooks;
+use super::model_hooks::{self, Firing, Step};
 use super::responses::{function_responses, normalized, not_run};
 use crate::model::content::push_merged;
 use crate::model::session_context::{self, SessionContext};
@@ -145,13 +147,6 @@ pub struct TurnSpec {
     pub cancel: CancellationToken,
 }
 
-/// Hooks a turn fires itself: the plan and the session's hook
-/// environment; their runs go to the actor as `TurnMsg::HookRuns`.
-pub struct AgentHooks {
-    pub plan: crate::hooks::Plan,
-    pub env: crate::hooks::HookEnv,
-}
-
 /// What a turn waits for before its first request: the servers' names and
 /// a future giving the tools once they are connected (or the wait is over).
 pub struct ToolsReady {
@@ -211,7 +206,7 @@ pub async fn run(mut spec: TurnSpec, line: TurnLine) {
     }));
 }
 
-pub(super) type Ending = (&'static str, Option<String>);
+type Ending = (&'static str, Option<String>);
 
 async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
     let user = match &spec.references {
@@ -311,12 +306,22 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
                 )),
             );
         }
-        use super::model_hooks::{self, Step};
-        let streamed = match model_hooks::before_request(spec, sink, &mut request, &current).await {
+        let report = |runs| sink.send(TurnMsg::HookRuns(runs));
+        let firing = Firing {
+            hooks: &spec.model_hooks,
+            cancel: &spec.cancel,
+            report: &report,
+        };
+        let streamed = match model_hooks::before_request(&firing, &mut request, &current).await {
             Step::End(ending) => return ending,
             Step::Respond(parts) => {
                 // A hook answered in the model's stead: nothing is sent.
-                model_hooks::respond(spec, sink, &parts);
+                for text in parts.iter().filter_map(|p| p.text.clone()) {
+                    sink.emit(EventPayload::ModelText {
+                        turn_id: spec.turn_id.clone(),
+                        delta: text,
+                    });
+                }
                 Ok((parts, None))
             }
             Step::Send { model, view } => {
@@ -563,7 +568,13 @@ async fn stream_response(
             Some(Ok(chunk)) => {
                 let chunk = match view {
                     Some(view) => {
-                        match super::model_hooks::after_chunk(spec, sink, view, chunk).await {
+                        let report = |runs| sink.send(TurnMsg::HookRuns(runs));
+                        let firing = Firing {
+                            hooks: &spec.model_hooks,
+                            cancel: &spec.cancel,
+                            report: &report,
+                        };
+                        match model_hooks::after_chunk(&firing, view, chunk).await {
                             Ok(chunk) => chunk,
                             Err(ending) => {
                                 add_usage(spec, sink, &model_name, usage, step_usage, estimate);
