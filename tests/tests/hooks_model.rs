@@ -122,7 +122,7 @@ else:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn before_model_blocks_stops_answers_or_rewrites_the_request() {
     let fake = FakeModel::scripted(vec![
-        gemini::call_reply(&[("list_directory", json!({"dir_path": "{WS}"}))]),
+        gemini::call_reply(&[("list_directory", json!({"path": "{WS}"}))]),
         gemini::answer(&["listed"]),
     ])
     .await;
