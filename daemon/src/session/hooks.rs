@@ -253,13 +253,16 @@ impl Actor {
     }
 
     /// Fires SessionStart (`startup` for a new session, `resume` for a
-    /// stored one); prompts wait until it reports.
-    pub(super) fn start_session_hooks(&mut self, fresh: bool) {
+    /// stored one, nothing for an idle reload); prompts wait until it
+    /// reports.
+    pub(super) fn start_session_hooks(&mut self, reason: lifecycle::StartReason) {
+        let Some(source) = lifecycle::start_source(reason) else {
+            return;
+        };
         let set = self
             .deps
             .hooks
             .for_root(std::path::Path::new(&self.record.cwd));
-        let source = lifecycle::start_source(fresh);
         let Some(plan) = set.plan(HookEvent::SessionStart, Subject::Trigger(source)) else {
             return;
         };
@@ -290,7 +293,9 @@ impl Actor {
             .deps
             .hooks
             .for_root(std::path::Path::new(&self.record.cwd));
-        let reason = lifecycle::end_reason(stop_reason);
+        let Some(reason) = lifecycle::end_reason(stop_reason) else {
+            return;
+        };
         let Some(plan) = set.plan(HookEvent::SessionEnd, Subject::Trigger(reason)) else {
             return;
         };
