@@ -236,7 +236,10 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
     }
     if let Some(hooks) = &spec.before_agent {
         use crate::hooks::lifecycle::{self, BeforeAgent};
-        let fields = lifecycle::before_agent_input(&spec.text);
+        // The prompt as typed: its text and its parts (an editor's prompt
+        // is parts only).
+        let shown = geminid_protocol::turn::shown_prompt(&spec.text, &spec.parts);
+        let fields = lifecycle::before_agent_input(&shown);
         let fired = crate::hooks::fire(&hooks.plan, &hooks.env, fields, &spec.cancel).await;
         sink.send(TurnMsg::HookRuns(fired.runs));
         if spec.cancel.is_cancelled() {
@@ -266,7 +269,7 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
         normalized(&out)
     };
     let mut seen: HashMap<String, u32> = HashMap::new();
-    let mut asked = spec.text.clone();
+    let mut asked = geminid_protocol::turn::shown_prompt(&spec.text, &spec.parts);
     let mut stop_hook_active = false;
     let mut prefix = spec.prefix.clone();
     let mut calibration = spec.calibration;
