@@ -106,6 +106,8 @@ pub fn watched_files(dir: &Path, found: &[Extension]) -> Vec<PathBuf> {
         files.push(ext.install_dir.join(INSTALL_METADATA));
         files.push(ext.manifest());
         files.extend(ext.context_files.iter().cloned());
+        // Its hooks (`hooks/book.rs` reads them).
+        files.push(ext.path.join("hooks").join("hooks.json"));
     }
     files.sort();
     files.dedup();

@@ -6,6 +6,11 @@
 //! whole answer; the two daemons alternate call by call, so both see the
 //! same machine load. Medians of `HOOKS_BENCH_N` (default 60) calls.
 //!
+//! Then what a no-op BeforeModel hook adds to each model step: one-step
+//! turns (the fake model answers at once) through two warm daemons, one
+//! with `true` as its BeforeModel hook, alternating; each figure is from
+//! `session.prompt` to the turn's `turnFinished`. Medians of the same N.
+//!
 //! Run with `cargo bench -p geminid-tests --bench hooks`.
 
 use std::time::{Duration, Instant};
@@ -57,6 +62,85 @@ fn call(conn: &mut RawConn, session: &str, path: &str) -> Duration {
     elapsed
 }
 
+/// A daemon on the fake model (its own), with a no-op BeforeModel hook
+/// or none, and a yolo session.
+async fn model_daemon(
+    with_hook: bool,
+) -> (
+    TestDaemon,
+    geminid_tests::fake_model::FakeModel,
+    Client,
+    String,
+) {
+    use geminid_tests::fake_model::{FakeModel, gemini};
+    let fake = FakeModel::start(std::sync::Arc::new(|_, _| gemini::answer(&["ok"]))).await;
+    let mut d = TestDaemon::prepared(&[
+        ("GEMINI_API_KEY", "test-key"),
+        ("GOOGLE_GEMINI_BASE_URL", fake.base_url.as_str()),
+        ("GEMINI_MODEL", "gemini-2.5-flash"),
+    ]);
+    if with_hook {
+        let dir = d.home().join(".gemini");
+        std::fs::create_dir_all(&dir).expect("settings dir");
+        std::fs::write(
+            dir.join("settings.json"),
+            json!({"hooks": {"BeforeModel": [{"hooks": [{"type": "command", "command": "true"}]}]}})
+                .to_string(),
+        )
+        .expect("settings");
+    }
+    d.spawn();
+    let c = d.client().await;
+    let session = yolo_session(&c, &d.workspace).await;
+    (d, fake, c, session)
+}
+
+async fn one_step(c: &Client, session: &str) -> Duration {
+    let started = Instant::now();
+    let events = run_turn(c, session, "hi").await;
+    let elapsed = started.elapsed();
+    assert!(
+        events.iter().any(|e| matches!(&e.payload,
+            geminid_protocol::event::EventPayload::TurnFinished { reason, .. } if reason == "completed")),
+        "the turn completed"
+    );
+    elapsed
+}
+
+fn before_model(n: usize) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let (_pd, _pf, plain, plain_s) = model_daemon(false).await;
+        let (_hd, _hf, hooked, hooked_s) = model_daemon(true).await;
+        for _ in 0..3 {
+            one_step(&plain, &plain_s).await;
+            one_step(&hooked, &hooked_s).await;
+        }
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        for _ in 0..n {
+            a.push(one_step(&plain, &plain_s).await);
+            b.push(one_step(&hooked, &hooked_s).await);
+        }
+        let (a, b) = (median(a), median(b));
+        println!("\n# no-op BeforeModel hook, one-step turns, p50 of {n} turns\n");
+        println!("| figure | p50 |");
+        println!("|---|---|");
+        println!("| turn, no hooks | {:.2} ms |", a.as_secs_f64() * 1e3);
+        println!(
+            "| turn, one no-op BeforeModel hook | {:.2} ms |",
+            b.as_secs_f64() * 1e3
+        );
+        println!(
+            "| added per model step | {:.2} ms |",
+            (b.as_secs_f64() - a.as_secs_f64()) * 1e3
+        );
+    });
+}
+
 fn main() {
     let n = std::env::var("HOOKS_BENCH_N")
         .ok()
@@ -91,4 +175,5 @@ fn main() {
         "| added by the hook | {:.2} ms |",
         (b.as_secs_f64() - a.as_secs_f64()) * 1e3
     );
+    before_model(n);
 }

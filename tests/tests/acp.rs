@@ -345,3 +345,58 @@ async fn acpx_runs_a_turn_with_a_permission() {
     assert!(text.contains("Done."), "{text}");
     assert!(s.d.workspace.join("hello.txt").exists(), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_turn_a_hook_ends_is_a_refusal_or_an_end_with_its_reason_shown() {
+    use std::os::unix::fs::PermissionsExt;
+    let s = Setup::new(Vec::new()).await;
+    // A BeforeAgent hook: `deny` refuses the prompt, `continue: false`
+    // ends the turn (written before the first session reads hooks).
+    let gate = s.d.home().join("gate.sh");
+    std::fs::write(
+        &gate,
+        r#"#!/bin/bash
+input=$(cat)
+case "$input" in
+  *secret*) echo '{"decision": "deny", "reason": "no secrets"}' ;;
+  *pause*) echo '{"continue": false, "stopReason": "paused"}' ;;
+esac
+"#,
+    )
+    .unwrap();
+    std::fs::set_permissions(&gate, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let settings = s.d.home().join(".gemini");
+    std::fs::create_dir_all(&settings).unwrap();
+    std::fs::write(
+        settings.join("settings.json"),
+        json!({"hooks": {"BeforeAgent": [{"hooks": [
+            {"type": "command", "command": gate.display().to_string()}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let mut agent = s.agent().await;
+    let session = s.new_session(&mut agent).await;
+
+    let id = agent
+        .request("session/prompt", prompt(&session, "tell the secret"))
+        .await;
+    let refused = agent.until(|m| stdio::is_response(m, id)).await;
+    let answer = refused.last().unwrap();
+    assert_eq!(answer["result"]["stopReason"], "refusal", "{answer}");
+    assert_eq!(
+        text_of(&refused, "agent_message_chunk"),
+        "Agent execution blocked by hook: no secrets"
+    );
+
+    let id = agent
+        .request("session/prompt", prompt(&session, "pause here"))
+        .await;
+    let stopped = agent.until(|m| stdio::is_response(m, id)).await;
+    let answer = stopped.last().unwrap();
+    assert_eq!(answer["result"]["stopReason"], "end_turn", "{answer}");
+    assert_eq!(
+        text_of(&stopped, "agent_message_chunk"),
+        "Agent execution stopped by hook: paused"
+    );
+    assert!(s.fake.seen().is_empty(), "neither reached the model");
+}

@@ -2,7 +2,8 @@
 //! real hook scripts: SessionStart (`startup` for a new session, `resume`
 //! after a restart) adds context the model reads before the next prompt;
 //! SessionEnd (`exit` when the daemon shuts down) runs as the session
-//! stops; every run is a `hookRun` event.
+//! stops; every run is a `hookRun` event. An idle unload and its reload
+//! fire neither.
 
 use std::path::{Path, PathBuf};
 
@@ -353,4 +354,84 @@ async fn after_agent_block_sends_its_reason_back_to_the_model_once() {
             (json!("please check again"), json!("checked"), json!(true)),
         ]
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_idle_unload_and_its_reload_fire_no_lifecycle_hooks() {
+    let fake = FakeModel::scripted(vec![gemini::answer(&["one"]), gemini::answer(&["two"])]).await;
+    let mut d = TestDaemon::prepared(&[
+        ("GEMINI_API_KEY", "test-key"),
+        ("GOOGLE_GEMINI_BASE_URL", fake.base_url.as_str()),
+        ("GEMINI_MODEL", "gemini-2.5-flash"),
+        ("GEMINID_SESSION_IDLE", "1"),
+    ]);
+    let log = d.home().join("lifecycle.log");
+    let hook = logging_hook(&d, &log);
+    let command = json!([{"hooks": [{"type": "command", "command": hook.display().to_string()}]}]);
+    let dir = d.home().join(".gemini");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("settings.json"),
+        serde_json::to_vec(&json!({"hooks": {"SessionStart": command, "SessionEnd": command}}))
+            .unwrap(),
+    )
+    .unwrap();
+    d.spawn();
+    let c = d.client().await;
+    let session = yolo_session(&c, &d.workspace).await;
+    run_turn(&c, &session, "hello").await;
+    // Nothing attached, nothing running: the session leaves memory.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(30);
+    while c.status().await.unwrap().sessions_loaded > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the session stayed loaded"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let turn = run_turn(&c, &session, "again").await;
+    assert!(
+        matches!(turn.last().map(|e| &e.payload), Some(EventPayload::TurnFinished { reason, .. }) if reason == "completed")
+    );
+    let events: Vec<(Value, Value)> = logged(&log)
+        .into_iter()
+        .map(|v| (v["hook_event_name"].clone(), v["source"].clone()))
+        .collect();
+    assert_eq!(
+        events,
+        vec![(json!("SessionStart"), json!("startup"))],
+        "the unload and the reload are invisible: no SessionEnd, no SessionStart resume"
+    );
+    let second = fake.seen()[1].body.to_string();
+    assert_eq!(
+        second.matches("tide &lt;high&gt;").count(),
+        1,
+        "no second context: {second}"
+    );
+    // A restart is a resume, and the shutdown before it an exit.
+    drop(c);
+    d.terminate();
+    d.spawn();
+    let c = d.client().await;
+    c.get_session(session.clone()).await.unwrap();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(20);
+    loop {
+        let names: Vec<Value> = logged(&log)
+            .into_iter()
+            .map(|v| json!([v["hook_event_name"], v["source"], v["reason"]]))
+            .collect();
+        if names.len() >= 3 {
+            assert_eq!(
+                names,
+                vec![
+                    json!(["SessionStart", "startup", null]),
+                    json!(["SessionEnd", null, "exit"]),
+                    json!(["SessionStart", "resume", null]),
+                ]
+            );
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{names:?}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
 }

@@ -23,7 +23,21 @@ pub fn stop_reason(reason: &str, message: Option<&str>) -> Result<&'static str, 
         "loop_detected" => Ok("refusal"),
         // The model's safety filters ended the turn.
         "error" if message.is_some_and(|m| m.contains("was blocked by")) => Ok("refusal"),
+        // A hook refused the prompt or the model's request (`decision:
+        // deny`): the agent refuses to go on.
+        "blocked" => Ok("refusal"),
+        // A hook ended the turn (`continue: false`): it ended, as asked.
+        "stopped" => Ok("end_turn"),
         _ => Err(message.unwrap_or(reason).to_owned()),
+    }
+}
+
+/// What the editor is told of a turn a hook ended (its reason), shown as
+/// the agent's message: a stop reason alone says nothing of why.
+pub fn hook_note(reason: &str, message: Option<&str>) -> Option<String> {
+    match reason {
+        "blocked" | "stopped" => message.filter(|m| !m.is_empty()).map(str::to_owned),
+        _ => None,
     }
 }
 
@@ -268,6 +282,13 @@ mod tests {
         let blocked = "the response was blocked by the Gemini API (finishReason SAFETY)";
         assert_eq!(stop_reason("error", Some(blocked)), Ok("refusal"));
         assert_eq!(stop_reason("error", Some("boom")), Err("boom".to_owned()));
+        assert_eq!(stop_reason("blocked", Some("no")), Ok("refusal"));
+        assert_eq!(stop_reason("stopped", Some("done")), Ok("end_turn"));
+        assert_eq!(
+            hook_note("blocked", Some("no secrets")).as_deref(),
+            Some("no secrets")
+        );
+        assert_eq!(hook_note("completed", Some("x")), None);
     }
 
     #[test]

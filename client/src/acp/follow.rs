@@ -224,7 +224,12 @@ impl Follower {
                 reason,
                 message,
                 ..
-            } => self.on_turn_finished(turn_id, reason, message.clone()),
+            } => {
+                if let Some(note) = convert::hook_note(reason, message.as_deref()) {
+                    self.update(convert::chunk("agent_message_chunk", &note));
+                }
+                self.on_turn_finished(turn_id, reason, message.clone())
+            }
             EventPayload::ApprovalModeChanged { approval_mode } => self.update(
                 json!({"sessionUpdate": "current_mode_update", "currentModeId": approval_mode.as_str()}),
             ),

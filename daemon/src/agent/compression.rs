@@ -196,7 +196,7 @@ async fn ask_model(s: &Summarizer<'_>, contents: Vec<Content>) -> Result<String,
     let request = ModelRequest {
         system: SUMMARY_SYSTEM.to_owned(),
         contents,
-        tools: Vec::new(),
+        ..ModelRequest::default()
     };
     let estimate = request_tokens(&request);
     if s.calibration.apply(estimate) > s.window {

@@ -4,8 +4,8 @@
 //! history (`conversation.rs`) and what the model is sent back
 //! (`responses.rs`), what is sent and its size (`context.rs`) and
 //! compression (`compression.rs`), a prompt's `@path` and other
-//! references (`references.rs`). Hooks around the model and plan mode
-//! belong here too.
+//! references (`references.rs`), the hooks around each model request
+//! (`model_hooks.rs`). Plan mode belongs here too.
 //!
 //! It talks to its session only through [`TurnMsg`]s on the [`TurnLine`]
 //! the session hands each turn, and must never name the session's actor
@@ -15,6 +15,7 @@
 mod compression;
 mod context;
 mod conversation;
+mod model_hooks;
 mod queue;
 pub mod references;
 mod responses;
@@ -23,6 +24,7 @@ mod turn;
 pub use compression::Compressed;
 pub use context::Calibration;
 pub use conversation::{AppendError, Conversation, MAX_HISTORY_PAGE};
+pub use model_hooks::{ModelHooks, ModelSwitch};
 pub use queue::PromptQueue;
 pub use responses::{function_responses, not_run};
 pub use turn::{

@@ -23,6 +23,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::compression::{self, Compressed, Summarizer};
 use super::context::{Calibration, request_tokens, sent_history};
+pub use super::model_hooks::AgentHooks;
+use super::model_hooks::{self, Firing, Step};
 use super::responses::{function_responses, normalized, not_run};
 use crate::model::content::push_merged;
 use crate::model::session_context::{self, SessionContext};
@@ -92,7 +94,7 @@ pub enum TurnMsg {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TurnEnd {
     /// `completed`, `cancelled`, `error`, `max_steps`, `loop_detected`,
-    /// `blocked`/`stopped` (a BeforeAgent hook).
+    /// `blocked`/`stopped` (a BeforeAgent, BeforeModel or AfterModel hook).
     pub reason: &'static str,
     pub message: Option<String>,
     pub usage: Usage,
@@ -114,6 +116,8 @@ pub struct TurnSpec {
     /// The PreCompress hooks for this job's trigger (`auto` in a turn,
     /// `manual` between turns), fired before each compression.
     pub pre_compress: Option<AgentHooks>,
+    /// BeforeModel, BeforeToolSelection and AfterModel, around each request.
+    pub model_hooks: super::model_hooks::ModelHooks,
     /// Where its references are read; `None`: nothing is read (the text
     /// goes as it is).
     pub references: Option<super::references::ReferenceReader>,
@@ -141,13 +145,6 @@ pub struct TurnSpec {
     pub calibration: Calibration,
     pub limits: TurnLimits,
     pub cancel: CancellationToken,
-}
-
-/// Hooks a turn fires itself: the plan and the session's hook
-/// environment; their runs go to the actor as `TurnMsg::HookRuns`.
-pub struct AgentHooks {
-    pub plan: crate::hooks::Plan,
-    pub env: crate::hooks::HookEnv,
 }
 
 /// What a turn waits for before its first request: the servers' names and
@@ -239,7 +236,10 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
     }
     if let Some(hooks) = &spec.before_agent {
         use crate::hooks::lifecycle::{self, BeforeAgent};
-        let fields = lifecycle::before_agent_input(&spec.text);
+        // The prompt as typed: its text and its parts (an editor's prompt
+        // is parts only).
+        let shown = geminid_protocol::turn::shown_prompt(&spec.text, &spec.parts);
+        let fields = lifecycle::before_agent_input(&shown);
         let fired = crate::hooks::fire(&hooks.plan, &hooks.env, fields, &spec.cancel).await;
         sink.send(TurnMsg::HookRuns(fired.runs));
         if spec.cancel.is_cancelled() {
@@ -269,7 +269,7 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
         normalized(&out)
     };
     let mut seen: HashMap<String, u32> = HashMap::new();
-    let mut asked = spec.text.clone();
+    let mut asked = geminid_protocol::turn::shown_prompt(&spec.text, &spec.parts);
     let mut stop_hook_active = false;
     let mut prefix = spec.prefix.clone();
     let mut calibration = spec.calibration;
@@ -281,6 +281,7 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
             system: system.clone(),
             contents: sent(&contents, prefix.as_ref()),
             tools: spec.tools.clone(),
+            ..ModelRequest::default()
         };
         let mut estimate = request_tokens(&request);
         if calibration.apply(estimate) >= spec.context.compress_at() && !compression_failed {
@@ -308,18 +309,47 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
                 )),
             );
         }
-        let response = match stream_response(
-            spec,
-            sink,
-            &mut current,
-            &mut fallback,
-            &request,
-            usage,
-            estimate,
-        )
-        .await
-        {
-            Ok((parts, reported)) => {
+        let report = |runs| sink.send(TurnMsg::HookRuns(runs));
+        let firing = Firing {
+            hooks: &spec.model_hooks,
+            cancel: &spec.cancel,
+            report: &report,
+        };
+        let streamed = match model_hooks::before_request(&firing, &mut request, &current).await {
+            Step::End(ending) => return ending,
+            Step::Respond(parts) => {
+                // A hook answered in the model's stead: nothing is sent.
+                for text in parts.iter().filter_map(|p| p.text.clone()) {
+                    sink.emit(EventPayload::ModelText {
+                        turn_id: spec.turn_id.clone(),
+                        delta: text,
+                    });
+                }
+                Ok((parts, None))
+            }
+            Step::Send { model, view } => {
+                // A model a hook chose serves this request only.
+                let chosen = model.is_some();
+                let mut using = model.unwrap_or_else(|| current.clone());
+                let streamed = stream_response(
+                    spec,
+                    sink,
+                    &mut using,
+                    &mut fallback,
+                    (&request, view.as_ref()),
+                    usage,
+                    estimate,
+                )
+                .await;
+                if !chosen {
+                    current = using;
+                }
+                streamed.map(|(parts, reported)| (parts, Some(reported)))
+            }
+        };
+        let response = match streamed {
+            Ok((parts, None)) => parts,
+            Ok((parts, Some(reported))) => {
                 calibration.learn(estimate, reported);
                 parts
             }
@@ -486,7 +516,7 @@ async fn stream_response(
     sink: &Sink,
     current: &mut (String, Arc<dyn Model>),
     fallback: &mut Option<(String, Arc<dyn Model>)>,
-    request: &ModelRequest,
+    (request, view): (&ModelRequest, Option<&Value>),
     usage: &mut Usage,
     estimate: u64,
 ) -> Result<(Vec<Part>, u64), (Ending, Vec<Part>)> {
@@ -539,6 +569,24 @@ async fn stream_response(
                 return Err((("error", Some(e.message)), parts));
             }
             Some(Ok(chunk)) => {
+                let chunk = match view {
+                    Some(view) => {
+                        let report = |runs| sink.send(TurnMsg::HookRuns(runs));
+                        let firing = Firing {
+                            hooks: &spec.model_hooks,
+                            cancel: &spec.cancel,
+                            report: &report,
+                        };
+                        match model_hooks::after_chunk(&firing, view, chunk).await {
+                            Ok(chunk) => chunk,
+                            Err(ending) => {
+                                add_usage(spec, sink, &model_name, usage, step_usage, estimate);
+                                return Err((ending, parts));
+                            }
+                        }
+                    }
+                    None => chunk,
+                };
                 step_usage = chunk.usage.or(step_usage);
                 for part in chunk.parts {
                     if part == Part::text("") || part == Part::thought("") {

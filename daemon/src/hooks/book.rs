@@ -1,7 +1,10 @@
 //! Which hooks each workspace's sessions run (IO edge): the `hooks` of the
 //! system defaults, the user's settings, the workspace's
-//! `.gemini/settings.json` (only when the folder is trusted) and the
-//! system overrides, read once per workspace and kept until a
+//! `.gemini/settings.json` (only when the folder is trusted), the system
+//! overrides and the extensions enabled for the workspace (their
+//! `hooks/hooks.json`, `{"hooks": {...}}` with `${extensionPath}`,
+//! `${workspacePath}` and `${/}` substituted, as 0.61 reads it), read once
+//! per workspace and kept until a
 //! configuration file changes (`invalidate`, from the daemon's watcher),
 //! so a tool call costs a map lookup, not a file read.
 
@@ -88,6 +91,8 @@ impl HookBook {
                 read_file(path, layer)
             })
             .collect();
+        let mut layers: Vec<FileHooks> = layers;
+        layers.extend(self.extension_layers(root));
         let mut set = HookSet::from_layers(layers);
         set.workspace_trusted = trusted;
         // Logged once per change (the set is kept until the next one);
@@ -96,6 +101,83 @@ impl HookBook {
             tracing::warn!(workspace = %root.display(), "hooks: {problem}");
         }
         set
+    }
+}
+
+impl HookBook {
+    /// The hooks of the extensions enabled for `root`, one layer each.
+    fn extension_layers(&self, root: &Path) -> Vec<FileHooks> {
+        let (found, _) = crate::extensions::load_all(&self.user_gemini_dir.join("extensions"));
+        found
+            .iter()
+            .filter(|e| e.loaded && e.enabled_for(root))
+            .filter_map(|e| read_extension(&e.path, root))
+            .collect()
+    }
+}
+
+/// An extension's `hooks/hooks.json`, when it has one. Its own switches
+/// (`enabled`, `disabled`) are not read: those are the user's.
+fn read_extension(dir: &Path, root: &Path) -> Option<FileHooks> {
+    let path = dir.join("hooks").join("hooks.json");
+    let file = path.display().to_string();
+    let problem = |message: String| FileHooks {
+        problems: vec![format!("{file}: {message} (no hook of it runs)")],
+        ..FileHooks::default()
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+        Err(e) => return Some(problem(format!("cannot read: {e}"))),
+    };
+    let value = match crate::jsonc::parse(&text) {
+        Ok(value) => value,
+        Err(e) => {
+            return Some(problem(format!(
+                "{}: not valid JSON: {}",
+                e.line, e.message
+            )));
+        }
+    };
+    let Some(hooks) = value.get("hooks").filter(|h| h.is_object()) else {
+        return Some(problem("\"hooks\" must be an object".to_owned()));
+    };
+    let mut hooks = hydrate(hooks.clone(), dir, root);
+    if let Some(map) = hooks.as_object_mut() {
+        map.remove("enabled");
+        map.remove("disabled");
+    }
+    let source = HookSource {
+        layer: "extension",
+        file: file.clone(),
+    };
+    let mut read = read(&serde_json::json!({ "hooks": hooks }), &source);
+    for problem in &mut read.problems {
+        *problem = format!("{file}: {problem}");
+    }
+    Some(read)
+}
+
+/// 0.61's variables in an extension's hooks: `${extensionPath}`,
+/// `${workspacePath}`, `${/}` and `${pathSeparator}`.
+fn hydrate(value: serde_json::Value, dir: &Path, root: &Path) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => Value::String(
+            s.replace("${extensionPath}", &dir.display().to_string())
+                .replace("${workspacePath}", &root.display().to_string())
+                .replace("${pathSeparator}", "/")
+                .replace("${/}", "/"),
+        ),
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|v| hydrate(v, dir, root)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, hydrate(v, dir, root)))
+                .collect(),
+        ),
+        other => other,
     }
 }
 

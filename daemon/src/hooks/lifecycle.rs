@@ -16,21 +16,45 @@ pub struct SessionStart {
     pub context: Option<String>,
 }
 
-/// How a session's actor started: a new session (`startup`) or a stored
-/// one taken up again (`resume`, also after an idle unload or a restart).
-pub fn start_source(fresh: bool) -> &'static str {
-    if fresh { "startup" } else { "resume" }
+/// Why a session's actor starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StartReason {
+    /// A new session.
+    Create,
+    /// A stored session taken up for the first time since the daemon
+    /// started (0.61's `--resume`: the user comes back to an old session).
+    Resume,
+    /// A session that left memory while idle, loaded again: invisible to
+    /// its users (it fired no SessionEnd when it left either).
+    Reload,
+}
+
+/// SessionStart's `source` for a start, or `None` when nothing fires:
+/// `startup` for a new session, `resume` for a stored one taken up again;
+/// an idle reload fires nothing, as its unload fired no SessionEnd.
+pub fn start_source(reason: StartReason) -> Option<&'static str> {
+    match reason {
+        StartReason::Create => Some("startup"),
+        StartReason::Resume => Some("resume"),
+        StartReason::Reload => None,
+    }
 }
 
 /// Why a session's actor stops, in 0.61's words: the daemon shutting
-/// down is `exit`; a deletion or an unload is `other`.
-pub fn end_reason(stop_reason: &str) -> &'static str {
+/// down is `exit`, a deletion `other`; an unload fires nothing (its
+/// reload fires nothing either).
+pub fn end_reason(stop_reason: &str) -> Option<&'static str> {
     if stop_reason.contains("shutting down") {
-        "exit"
+        Some("exit")
+    } else if stop_reason == UNLOADED {
+        None
     } else {
-        "other"
+        Some("other")
     }
 }
+
+/// The stop reason of an actor whose handles are all gone.
+pub const UNLOADED: &str = "session unloaded";
 
 /// SessionStart's own stdin field.
 pub fn start_input(source: &str) -> Map<String, Value> {
@@ -140,10 +164,12 @@ mod tests {
 
     #[test]
     fn sources_and_reasons_are_0_61_words() {
-        assert_eq!(start_source(true), "startup");
-        assert_eq!(start_source(false), "resume");
-        assert_eq!(end_reason("the daemon is shutting down"), "exit");
-        assert_eq!(end_reason("session deleted"), "other");
+        assert_eq!(start_source(StartReason::Create), Some("startup"));
+        assert_eq!(start_source(StartReason::Resume), Some("resume"));
+        assert_eq!(start_source(StartReason::Reload), None);
+        assert_eq!(end_reason("the daemon is shutting down"), Some("exit"));
+        assert_eq!(end_reason("session deleted"), Some("other"));
+        assert_eq!(end_reason(UNLOADED), None);
         assert_eq!(start_input("resume")["source"], "resume");
         assert_eq!(end_input("exit")["reason"], "exit");
     }

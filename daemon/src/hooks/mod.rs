@@ -4,12 +4,14 @@
 //! `plan.rs` (which hooks run for one firing), `output.rs` (what a hook
 //! said, and one firing's outputs merged); `tool.rs` what BeforeTool and
 //! AfterTool mean for a call, `lifecycle.rs` what SessionStart and
-//! SessionEnd mean for a session; IO edge: `runner.rs` (processes), `book.rs`
+//! SessionEnd mean for a session, `model.rs` what BeforeModel, AfterModel
+//! and BeforeToolSelection do to a model request; IO edge: `runner.rs` (processes), `book.rs`
 //! (the settings files, per workspace).
 
 mod book;
 mod config;
 pub mod lifecycle;
+pub mod model;
 mod output;
 mod plan;
 mod runner;

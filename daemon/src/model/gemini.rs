@@ -12,7 +12,8 @@ use super::google_auth::TokenSource;
 
 use super::retry::{self, RetryPolicy};
 use super::{
-    Chunk, ChunkStream, Model, ModelError, ModelErrorKind, ModelRequest, Part, RetryNotice, Usage,
+    Chunk, ChunkStream, Generation, Model, ModelError, ModelErrorKind, ModelRequest, Part,
+    RetryNotice, ToolMode, Usage,
 };
 
 /// How a request proves who sends it.
@@ -100,9 +101,40 @@ pub fn request_body(model: &str, request: &ModelRequest) -> Value {
     }
     if !request.tools.is_empty() {
         body["tools"] = json!([{ "functionDeclarations": request.tools }]);
+        if let Some(choice) = &request.tool_choice {
+            let mut calling = json!({ "mode": choice.mode.as_str() });
+            // The API takes names only with mode ANY.
+            if choice.mode == ToolMode::Any && !choice.allowed.is_empty() {
+                calling["allowedFunctionNames"] = json!(choice.allowed);
+            }
+            body["toolConfig"] = json!({ "functionCallingConfig": calling });
+        }
     }
-    body["generationConfig"] = generation_config(model);
+    let mut config = generation_config(model);
+    let g = request.generation;
+    for (key, value) in [
+        ("temperature", g.temperature.map(super::setting_value)),
+        ("maxOutputTokens", g.max_output_tokens.map(Value::from)),
+        ("topP", g.top_p.map(super::setting_value)),
+        ("topK", g.top_k.map(super::setting_value)),
+    ] {
+        if let Some(value) = value {
+            config[key] = value;
+        }
+    }
+    body["generationConfig"] = config;
     body
+}
+
+/// What [`generation_config`] sets, as hooks see it.
+pub fn generation_defaults(model: &str) -> Generation {
+    let config = generation_config(model);
+    Generation {
+        temperature: config["temperature"].as_f64(),
+        max_output_tokens: config["maxOutputTokens"].as_u64(),
+        top_p: config["topP"].as_f64(),
+        top_k: config["topK"].as_f64(),
+    }
 }
 
 /// Generation settings as 0.61 sends them for chat, per model family:
@@ -122,6 +154,10 @@ fn generation_config(model: &str) -> Value {
 
 #[async_trait::async_trait]
 impl Model for GeminiModel {
+    fn generation(&self) -> Generation {
+        generation_defaults(&self.model)
+    }
+
     async fn stream(
         &self,
         request: &ModelRequest,
@@ -307,6 +343,7 @@ mod tests {
             system: "be brief".into(),
             contents: vec![Content::user_text("hi")],
             tools: vec![json!({"name": "read_file", "parameters": {"type": "object"}})],
+            ..ModelRequest::default()
         };
         let body = request_body("gemini-2.5-flash", &request);
         assert_eq!(body["contents"][0]["role"], "user");

@@ -29,13 +29,78 @@ pub use self::content::{CompressedPrefix, Content, FunctionCall, FunctionRespons
 pub use self::usage::{TokenLedger, Usage};
 
 /// What one model request carries.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct ModelRequest {
     /// The system instruction: our preamble and the workspace's memory.
     pub system: String,
     pub contents: Vec<Content>,
     /// Function declarations (`tools/declarations.rs`), already sanitized.
     pub tools: Vec<Value>,
+    /// Generation settings over the provider's own (a BeforeModel hook's).
+    pub generation: Generation,
+    /// How the model may call the tools (a BeforeToolSelection hook's).
+    pub tool_choice: Option<ToolChoice>,
+}
+
+/// Generation settings of one request; `None` leaves the provider's (or
+/// our per-model) value.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Generation {
+    pub temperature: Option<f64>,
+    pub max_output_tokens: Option<u64>,
+    pub top_p: Option<f64>,
+    pub top_k: Option<f64>,
+}
+
+impl Generation {
+    /// `over`'s settings where it has them, else these.
+    pub fn overlaid(self, over: Generation) -> Generation {
+        Generation {
+            temperature: over.temperature.or(self.temperature),
+            max_output_tokens: over.max_output_tokens.or(self.max_output_tokens),
+            top_p: over.top_p.or(self.top_p),
+            top_k: over.top_k.or(self.top_k),
+        }
+    }
+}
+
+/// A setting as JSON writes it: a whole number without a fraction (as
+/// JavaScript prints it), else the float.
+pub fn setting_value(value: f64) -> Value {
+    if value.fract() == 0.0 && value.abs() < 9.0e15 {
+        Value::from(value as i64)
+    } else {
+        Value::from(value)
+    }
+}
+
+/// Which tools the model may call in one request (the Gemini API's
+/// `functionCallingConfig`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolChoice {
+    pub mode: ToolMode,
+    /// Empty: every offered tool.
+    pub allowed: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolMode {
+    /// The model decides.
+    Auto,
+    /// The model must call a tool.
+    Any,
+    /// The model may call none.
+    None,
+}
+
+impl ToolMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolMode::Auto => "AUTO",
+            ToolMode::Any => "ANY",
+            ToolMode::None => "NONE",
+        }
+    }
 }
 
 /// A piece of a streamed response.
@@ -63,6 +128,12 @@ pub trait Model: Send + Sync {
         request: &ModelRequest,
         on_retry: RetryNotice<'_>,
     ) -> Result<ChunkStream, ModelError>;
+
+    /// The generation settings a request gets when nothing overrides
+    /// them (what hooks are shown); unknown ones are `None`.
+    fn generation(&self) -> Generation {
+        Generation::default()
+    }
 }
 
 /// Why a model request failed.

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::retry::{self, RetryPolicy};
 use super::{
     Chunk, ChunkStream, Content, FunctionCall, Model, ModelError, ModelErrorKind, ModelRequest,
-    Part, RetryNotice, Role, Usage,
+    Part, RetryNotice, Role, ToolMode, Usage,
 };
 
 /// A client for one model behind an OpenAI-compatible server.
@@ -131,6 +131,24 @@ pub fn request_body(model: &str, request: &ModelRequest) -> Value {
             })
             .collect();
         body["tools"] = Value::Array(tools);
+        if let Some(choice) = &request.tool_choice {
+            body["tool_choice"] = match choice.mode {
+                ToolMode::Auto => "auto",
+                ToolMode::Any => "required",
+                ToolMode::None => "none",
+            }
+            .into();
+        }
+    }
+    let g = request.generation;
+    for (key, value) in [
+        ("temperature", g.temperature.map(super::setting_value)),
+        ("max_tokens", g.max_output_tokens.map(Value::from)),
+        ("top_p", g.top_p.map(super::setting_value)),
+    ] {
+        if let Some(value) = value {
+            body[key] = value;
+        }
     }
     body
 }
@@ -401,6 +419,7 @@ mod tests {
             tools: vec![
                 json!({"name": "glob", "description": "d", "parameters": {"type": "object"}}),
             ],
+            ..ModelRequest::default()
         };
         let body = request_body("llama", &request);
         let m = body["messages"].as_array().unwrap();

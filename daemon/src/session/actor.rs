@@ -164,7 +164,7 @@ pub(super) type CompressReply =
 pub fn spawn(
     mut record: SessionRecord,
     root: PinnedRoot,
-    fresh: bool,
+    start: crate::hooks::lifecycle::StartReason,
     deps: ActorDeps,
     tracker: &TaskTracker,
     parent: &CancellationToken,
@@ -172,6 +172,7 @@ pub fn spawn(
 ) -> Result<SessionHandle, super::SessionError> {
     // A record from before roots were pinned learns its root now.
     let id = root.id();
+    let fresh = start == crate::hooks::lifecycle::StartReason::Create;
     let first_pin = record.root_dev != Some(id.dev) || record.root_ino != Some(id.ino);
     record.root_dev = Some(id.dev);
     record.root_ino = Some(id.ino);
@@ -266,7 +267,7 @@ pub fn spawn(
         actor.recover(interrupted);
         // Queued prompts wait for the SessionStart hooks (their context
         // goes before the next prompt).
-        actor.start_session_hooks(fresh);
+        actor.start_session_hooks(start);
         actor.recover_prompts(pending_prompts);
         actor.commit();
         actor.run(commands_rx, internal_rx).await;
@@ -298,7 +299,7 @@ impl Actor {
                 cmd = commands.recv() => match cmd {
                     Some(cmd) => self.on_command(cmd),
                     // Every handle is gone: the session was unloaded.
-                    None => Some(("session unloaded".to_owned(), None)),
+                    None => Some((crate::hooks::lifecycle::UNLOADED.to_owned(), None)),
                 },
                 () = tokio::time::sleep(COMMIT_RETRY), if self.commit_failed => None,
                 () = sleep_until(idle_at), if idle_at.is_some() => {

@@ -224,14 +224,46 @@ impl Actor {
         })
     }
 
-    /// Fires SessionStart (`startup` for a new session, `resume` for a
-    /// stored one); prompts wait until it reports.
-    pub(super) fn start_session_hooks(&mut self, fresh: bool) {
+    /// The hooks around each model request of a turn; a BeforeModel
+    /// hook's model is built as `/model` would build it.
+    pub(super) fn model_hooks(&self) -> crate::agent::ModelHooks {
         let set = self
             .deps
             .hooks
             .for_root(std::path::Path::new(&self.record.cwd));
-        let source = lifecycle::start_source(fresh);
+        let listens = |event| set.listens(event);
+        if !listens(HookEvent::BeforeModel)
+            && !listens(HookEvent::AfterModel)
+            && !listens(HookEvent::BeforeToolSelection)
+        {
+            return crate::agent::ModelHooks::default();
+        }
+        let slot = self.deps.model.clone();
+        let workspace = PathBuf::from(&self.record.cwd);
+        let models: crate::agent::ModelSwitch = std::sync::Arc::new(move |name: &str| {
+            slot.model_named(Some(&workspace), Some(name))
+                .map(|(_, model)| model)
+                .map_err(|e| e.message)
+        });
+        crate::agent::ModelHooks {
+            before_model: self.agent_hooks(HookEvent::BeforeModel, None),
+            tool_selection: self.agent_hooks(HookEvent::BeforeToolSelection, None),
+            after_model: self.agent_hooks(HookEvent::AfterModel, None),
+            models: Some(models),
+        }
+    }
+
+    /// Fires SessionStart (`startup` for a new session, `resume` for a
+    /// stored one, nothing for an idle reload); prompts wait until it
+    /// reports.
+    pub(super) fn start_session_hooks(&mut self, reason: lifecycle::StartReason) {
+        let Some(source) = lifecycle::start_source(reason) else {
+            return;
+        };
+        let set = self
+            .deps
+            .hooks
+            .for_root(std::path::Path::new(&self.record.cwd));
         let Some(plan) = set.plan(HookEvent::SessionStart, Subject::Trigger(source)) else {
             return;
         };
@@ -262,7 +294,9 @@ impl Actor {
             .deps
             .hooks
             .for_root(std::path::Path::new(&self.record.cwd));
-        let reason = lifecycle::end_reason(stop_reason);
+        let Some(reason) = lifecycle::end_reason(stop_reason) else {
+            return;
+        };
         let Some(plan) = set.plan(HookEvent::SessionEnd, Subject::Trigger(reason)) else {
             return;
         };

@@ -12,7 +12,7 @@
 //! Once removed, nobody can reach the actor any more; the next `get` loads
 //! the session again from the store.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -67,6 +67,9 @@ pub(super) struct Unloader {
     pub after: Option<Duration>,
     /// A heap trim is already on its way.
     trimming: Arc<AtomicBool>,
+    /// Sessions that left memory while idle and were not loaded since:
+    /// loading one again is a reload, not a resume.
+    unloaded: Arc<Mutex<HashSet<String>>>,
 }
 
 impl Unloader {
@@ -75,7 +78,22 @@ impl Unloader {
             live,
             after,
             trimming: Arc::new(AtomicBool::new(false)),
+            unloaded: Arc::default(),
         }
+    }
+
+    /// Whether session `id` left memory while idle (and is not loaded).
+    pub fn was_unloaded(&self, id: &str) -> bool {
+        self.unloaded_ids().contains(id)
+    }
+
+    /// Session `id` is loaded again, or gone: forgets its unload.
+    pub fn forget(&self, id: &str) {
+        self.unloaded_ids().remove(id);
+    }
+
+    fn unloaded_ids(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.unloaded.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Removes session `id` from the loaded ones if no one can reach its
@@ -92,6 +110,9 @@ impl Unloader {
         if mapped {
             live.remove(id);
         }
+        // Noted before the map's lock is released: a request that loads
+        // the session again sees it as a reload.
+        self.unloaded_ids().insert(id.to_owned());
         drop(live);
         self.trim_soon();
         true

@@ -13,6 +13,7 @@ use super::SessionError;
 use super::actor::{self, ActorDeps};
 use super::handle::SessionHandle;
 use super::idle::{self, Live, Unloader};
+use crate::hooks::lifecycle::StartReason;
 use crate::policy::ApprovalMode;
 use crate::store::{self, SessionRecord};
 use crate::tools::root::{self, PinnedRoot, RootId};
@@ -131,7 +132,7 @@ impl SessionManager {
         };
         // The actor writes the record with its first event and flushes both
         // before it answers anything, so a created session survives kill -9.
-        self.start(record, Some(root), true)
+        self.start(record, Some(root), StartReason::Create)
     }
 
     /// `session.fork`: a new session in the source's workspace, mode and
@@ -181,18 +182,25 @@ impl SessionManager {
             .store
             .get_session(id)?
             .ok_or_else(|| SessionError::NotFound(id.to_owned()))?;
-        self.start(record, None, false)
+        let reason = if self.unloader.was_unloaded(id) {
+            StartReason::Reload
+        } else {
+            StartReason::Resume
+        };
+        self.start(record, None, reason)
     }
 
     /// Starts the actor of `record` in `root`, or for a stored session in
     /// its root pinned again: the directory it was created in, checked by
     /// device and inode (a record older than that check is pinned as it is
-    /// now).
+    /// now). Only a session taken up again after a restart opens its
+    /// workspace (`on_loaded`): a new one's creator opens it, and an idle
+    /// reload's stayed open.
     fn start(
         &self,
         record: SessionRecord,
         root: Option<PinnedRoot>,
-        fresh: bool,
+        reason: StartReason,
     ) -> Result<SessionHandle, SessionError> {
         let mut live = self.lock();
         // Another request may have started it meanwhile.
@@ -207,15 +215,16 @@ impl SessionManager {
         let handle = actor::spawn(
             record,
             root,
-            fresh,
+            reason,
             self.deps.clone(),
             &self.tracker,
             &self.cancel,
             self.unloader.clone(),
         )?;
+        self.unloader.forget(&id);
         live.insert(id, handle.clone());
         drop(live);
-        if !fresh {
+        if reason == StartReason::Resume {
             let hook = self
                 .on_loaded
                 .lock()
@@ -295,6 +304,7 @@ impl SessionManager {
         let handle = self.get(id)?;
         handle.stop("session deleted").await?;
         self.lock().remove(id);
+        self.unloader.forget(id);
         self.deps.store.delete_session(id)?;
         self.deps.store.flush().await?;
         // What the session's calls saved outside the store goes with it.

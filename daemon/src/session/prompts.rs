@@ -113,6 +113,7 @@ impl Actor {
             before_agent: self.agent_hooks(crate::hooks::HookEvent::BeforeAgent, None),
             after_agent: self.agent_hooks(crate::hooks::HookEvent::AfterAgent, None),
             pre_compress: self.agent_hooks(crate::hooks::HookEvent::PreCompress, Some("auto")),
+            model_hooks: self.model_hooks(),
             references: Some(agent::references::ReferenceReader {
                 files: self.ctx.clone(),
                 resources: Some(std::sync::Arc::new(super::resource_refs::McpResourceRefs(
@@ -288,6 +289,7 @@ impl Actor {
             before_agent: None,
             after_agent: None,
             pre_compress: self.agent_hooks(crate::hooks::HookEvent::PreCompress, Some("manual")),
+            model_hooks: agent::ModelHooks::default(),
             references: None,
             history,
             model,
