@@ -103,12 +103,18 @@ impl Daemon {
                         message: message.map(str::to_owned),
                     };
                     // A workspace's server is news for the sessions of that
-                    // workspace; a user-layer server serves every session.
+                    // workspace; a user-layer server serves every session
+                    // but those whose workspace has a server of its name.
                     match scope.strip_prefix("workspace:") {
                         Some(root) => daemon
                             .sessions
                             .announce_payload_where(payload, |cwd| cwd == root),
-                        None => daemon.sessions.announce_payload_where(payload, |_| true),
+                        None => {
+                            let mcp = &daemon.discovery.mcp;
+                            daemon.sessions.announce_payload_where(payload, |cwd| {
+                                !mcp.overrides(std::path::Path::new(cwd), server)
+                            })
+                        }
                     }
                 },
             ),

@@ -1,0 +1,180 @@
+//! Configuration scopes through a real daemon and real MCP servers: two
+//! workspaces may each have a server of the same name (each session calls
+//! its own, the user's server of that name serves the other workspaces),
+//! and `mcp.restart` of a name more than one scope has asks for the scope.
+
+mod peers;
+
+use std::path::{Path, PathBuf};
+
+use geminid_protocol::tool::CallState;
+use geminid_tests::*;
+use peers::*;
+use serde_json::{Value, json};
+
+/// A workspace under the test's directory whose settings are `settings`.
+fn workspace(d: &TestDaemon, name: &str, settings: &Value) -> PathBuf {
+    let root = d.dir.path().join(name);
+    std::fs::create_dir_all(root.join(".gemini")).unwrap();
+    std::fs::write(root.join(".gemini/settings.json"), settings.to_string()).unwrap();
+    std::fs::canonicalize(root).unwrap()
+}
+
+/// An `everything` server whose `get-env` tool tells `WHICH`.
+fn env_server(p: &Path, which: &str) -> Value {
+    json!({"command": everything(p), "includeTools": ["get-env"], "env": {"WHICH": which}})
+}
+
+/// The text a call of `tool` in `session` returned (panics when it failed).
+async fn called(c: &Client, session: &str, tool: &str) -> String {
+    let snap = run(c, session, tool, json!({})).await;
+    assert_eq!(snap.state, CallState::Success, "{tool}: {snap:#?}");
+    result_json(&snap).to_string()
+}
+
+/// Whether `tool` is unknown in `session` (refused or failed, never run).
+async fn unknown(c: &Client, session: &str, tool: &str) -> bool {
+    match c
+        .call_tool(session.into(), tool.into(), Some(json!({})), Some(true))
+        .await
+    {
+        Err(_) => true,
+        Ok(answer) => answer
+            .outcome
+            .is_some_and(|s| s.state != CallState::Success && s.result.is_none()),
+    }
+}
+
+fn scopes_of(list: &geminid_protocol::mcp::McpList, name: &str) -> Vec<String> {
+    list.servers
+        .iter()
+        .filter(|s| s.name == name)
+        .map(|s| s.scope.clone())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_workspaces_each_call_their_own_server_of_the_same_name() {
+    let p = peers();
+    let d = daemon_with_settings(&json!({"mcpServers": {"db": env_server(&p, "from-user")}}));
+    let a = workspace(
+        &d,
+        "a",
+        &json!({"mcpServers": {"db": env_server(&p, "from-a")}}),
+    );
+    let b = workspace(
+        &d,
+        "b",
+        &json!({"mcpServers": {"db": env_server(&p, "from-b")}}),
+    );
+    let plain = workspace(&d, "plain", &json!({}));
+    let c = d.client().await;
+    let in_a = yolo_session(&c, &a).await;
+    let in_b = yolo_session(&c, &b).await;
+    let in_plain = yolo_session(&c, &plain).await;
+    let list = wait_list(&c, 60, |l| {
+        l.servers
+            .iter()
+            .filter(|s| s.name == "db" && s.status == "connected")
+            .count()
+            == 3
+    })
+    .await;
+    let mut scopes = scopes_of(&list, "db");
+    scopes.sort();
+    assert_eq!(
+        scopes,
+        [
+            "user".to_owned(),
+            format!("workspace:{}", a.display()),
+            format!("workspace:{}", b.display()),
+        ],
+        "mcp list shows each db with its scope"
+    );
+
+    // Bare and qualified, each session reaches its own `db`.
+    for (session, which) in [
+        (&in_a, "from-a"),
+        (&in_b, "from-b"),
+        (&in_plain, "from-user"),
+    ] {
+        for tool in ["get-env", "db__get-env"] {
+            let text = called(&c, session, tool).await;
+            assert!(text.contains(which), "{tool} in {session}: {text}");
+            for other in ["from-a", "from-b", "from-user"] {
+                if other != which {
+                    assert!(!text.contains(other), "{tool} in {session} reached {other}");
+                }
+            }
+        }
+    }
+    // Each session is told one `get-env`, its own.
+    for session in [&in_a, &in_b, &in_plain] {
+        let tools = c.list_tools(Some(session.clone())).await.unwrap();
+        let env_tools = tools.iter().filter(|t| t.name == "get-env").count();
+        assert_eq!(env_tools, 1, "{session}");
+    }
+
+    // A restart by a name three scopes have asks which.
+    let err = c
+        .restart_mcp("db".into(), None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("user") && err.contains(&a.display().to_string()),
+        "the error lists the scopes: {err}"
+    );
+    let scope_a = format!("workspace:{}", a.display());
+    let restarted = c
+        .restart_mcp("db".into(), Some(scope_a.clone()))
+        .await
+        .unwrap();
+    assert_eq!(restarted.scope, scope_a);
+    assert_eq!(restarted.status, "connected");
+    let text = called(&c, &in_a, "get-env").await;
+    assert!(text.contains("from-a"), "{text}");
+
+    // Workspace b's server goes from its settings: b's sessions fall back
+    // to the user's `db`, a's keep their own.
+    std::fs::write(b.join(".gemini/settings.json"), "{}").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        // While b's server stops, a call may find it gone: not yet.
+        let snap = run(&c, &in_b, "get-env", json!({})).await;
+        let text = snap.result.as_ref().map(|_| result_json(&snap).to_string());
+        if snap.state == CallState::Success
+            && text.as_deref().is_some_and(|t| t.contains("from-user"))
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "b still sees its old db: {snap:#?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let text = called(&c, &in_a, "get-env").await;
+    assert!(text.contains("from-a"), "{text}");
+    assert!(!unknown(&c, &in_b, "db__get-env").await);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workspace_server_is_not_reachable_from_another_workspace() {
+    let p = peers();
+    let d = daemon_with_settings(&json!({}));
+    let a = workspace(
+        &d,
+        "a",
+        &json!({"mcpServers": {"db": env_server(&p, "from-a")}}),
+    );
+    let plain = workspace(&d, "plain", &json!({}));
+    let c = d.client().await;
+    let in_a = yolo_session(&c, &a).await;
+    let in_plain = yolo_session(&c, &plain).await;
+    connected(&c, &["db"]).await;
+    let text = called(&c, &in_a, "get-env").await;
+    assert!(text.contains("from-a"), "{text}");
+    assert!(unknown(&c, &in_plain, "get-env").await);
+    assert!(unknown(&c, &in_plain, "db__get-env").await);
+}
