@@ -444,6 +444,17 @@ impl Daemon {
             watch.add_dir(&root.join(".gemini/policies"));
         }
         self.note_workspace_tool_problems(root);
+        // An extension enabled here but not at home starts its servers.
+        let home = self.home();
+        let differs = self
+            .extensions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .any(|e| e.loaded && e.enabled_for(root) != e.enabled_for(&home));
+        if differs && !session.is_stopped() {
+            self.apply_extensions();
+        }
         let verdict = self.folder_trust(root);
         let area = format!("workspace {}", root.display());
         if !verdict.trusted {
@@ -495,10 +506,25 @@ impl Daemon {
             }
         }
         let home = self.home();
+        // An extension's servers run while it is enabled at home or in a
+        // workspace a session opened; each session sees them only where
+        // the extension is enabled (0.61's enablement, per directory).
+        let opened: Vec<std::path::PathBuf> = self
+            .opened_roots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect();
         let mut servers = Vec::new();
+        let mut enablement = crate::discovery::mcp::Enablement {
+            home: home.clone(),
+            ..Default::default()
+        };
         for ext in &found {
             problems.extend(ext.problems.iter().cloned());
-            if !ext.loaded || !ext.enabled_for(&home) {
+            let somewhere = ext.enabled_for(&home) || opened.iter().any(|r| ext.enabled_for(r));
+            if !ext.loaded || !somewhere {
                 continue;
             }
             let doc = serde_json::json!({ "mcpServers": ext.mcp_servers });
@@ -507,8 +533,15 @@ impl Daemon {
                 crate::problems::ConfigProblem::new(ext.manifest().display().to_string(), p)
                     .kept("that server does not start")
             }));
+            for server in &read.servers {
+                enablement
+                    .overrides
+                    .entry(server.name.clone())
+                    .or_insert_with(|| ext.overrides.clone());
+            }
             servers.extend(read.servers);
         }
+        self.discovery.mcp.set_enablement(enablement);
         for problem in self.discovery.set_extension_servers(servers) {
             tracing::warn!(problem = %problem, "extension MCP servers");
         }

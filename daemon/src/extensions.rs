@@ -334,7 +334,7 @@ fn hydrate(value: Value, path: &Path) -> Value {
 
 /// 0.61's overrides: `!` disables, a trailing `*` covers the directories
 /// below, the last rule that matches decides; none: enabled.
-fn enabled_by(overrides: &[String], dir: &Path) -> bool {
+pub fn enabled_by(overrides: &[String], dir: &Path) -> bool {
     let target = with_slashes(&dir.display().to_string());
     let mut enabled = true;
     for rule in overrides {

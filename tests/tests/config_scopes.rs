@@ -178,3 +178,92 @@ async fn a_workspace_server_is_not_reachable_from_another_workspace() {
     assert!(unknown(&c, &in_plain, "get-env").await);
     assert!(unknown(&c, &in_plain, "db__get-env").await);
 }
+
+fn install_extension(home: &Path, name: &str, manifest: &Value) {
+    let dir = home.join(".gemini/extensions").join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("gemini-extension.json"), manifest.to_string()).unwrap();
+}
+
+async fn listed(c: &Client, session: &str) -> Vec<String> {
+    c.list_tools(Some(session.to_owned()))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn extensions_follow_their_enablement_in_each_workspace() {
+    let p = peers();
+    let mut d = TestDaemon::prepared(&[]);
+    let home = d.home();
+    let a = workspace(&d, "a", &json!({}));
+    let b = workspace(&d, "b", &json!({}));
+    let plain = workspace(&d, "plain", &json!({}));
+    // `only-b` is enabled in b alone; `not-a` everywhere but a.
+    install_extension(
+        &home,
+        "only-b",
+        &json!({"name": "only-b", "excludeTools": ["web_fetch"],
+                "mcpServers": {"bsrv": env_server(&p, "ext-b")}}),
+    );
+    install_extension(
+        &home,
+        "not-a",
+        &json!({"name": "not-a", "excludeTools": ["glob"],
+                "mcpServers": {"asrv": {"command": everything(&p), "includeTools": ["echo"]}}}),
+    );
+    std::fs::write(
+        home.join(".gemini/extensions/extension-enablement.json"),
+        json!({
+            "only-b": {"overrides": ["!/*", format!("{}/*", b.display())]},
+            "not-a": {"overrides": [format!("!{}/*", a.display())]}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    d.spawn();
+    let c = d.client().await;
+    let in_a = yolo_session(&c, &a).await;
+    let in_b = yolo_session(&c, &b).await;
+    let in_plain = yolo_session(&c, &plain).await;
+    connected(&c, &["bsrv", "asrv"]).await;
+
+    let text = called(&c, &in_b, "get-env").await;
+    assert!(text.contains("ext-b"), "{text}");
+    assert!(unknown(&c, &in_a, "get-env").await);
+    assert!(unknown(&c, &in_plain, "bsrv__get-env").await);
+    assert!(unknown(&c, &in_a, "echo").await);
+    let echoed = run(&c, &in_plain, "echo", json!({"message": "hi"})).await;
+    assert_eq!(echoed.state, CallState::Success, "{echoed:#?}");
+
+    let (in_a_tools, in_b_tools, plain_tools) = (
+        listed(&c, &in_a).await,
+        listed(&c, &in_b).await,
+        listed(&c, &in_plain).await,
+    );
+    let has = |l: &[String], n: &str| l.iter().any(|t| t == n);
+    // excludeTools of an extension apply where it is enabled.
+    assert!(
+        has(&in_a_tools, "glob") && has(&in_a_tools, "web_fetch"),
+        "{in_a_tools:?}"
+    );
+    assert!(
+        !has(&in_b_tools, "glob") && !has(&in_b_tools, "web_fetch"),
+        "{in_b_tools:?}"
+    );
+    assert!(
+        !has(&plain_tools, "glob") && has(&plain_tools, "web_fetch"),
+        "{plain_tools:?}"
+    );
+    let refused = run(
+        &c,
+        &in_b,
+        "web_fetch",
+        json!({"prompt": "https://example.com"}),
+    )
+    .await;
+    assert_eq!(refused.error.map(|e| e.kind).as_deref(), Some("denied"));
+}

@@ -69,6 +69,38 @@ pub enum McpError {
     Call(#[from] crate::tools::ToolError),
 }
 
+/// Where the extensions' servers are enabled: each server's extension's
+/// overrides (`extensions::enabled_by`), and the user's home, which
+/// decides for what no workspace decides (the shared view).
+#[derive(Default, Clone)]
+pub struct Enablement {
+    pub home: PathBuf,
+    /// Server name -> its extension's overrides.
+    pub overrides: BTreeMap<String, Vec<String>>,
+}
+
+impl Enablement {
+    /// Whether `server` (of scope `scope`) is seen from `dir` (`None`:
+    /// the home).
+    fn shows(&self, scope: &str, server: &str, dir: Option<&Path>) -> bool {
+        if scope != crate::discovery::EXTENSION_SCOPE {
+            return true;
+        }
+        let dir = dir.unwrap_or(&self.home);
+        self.overrides
+            .get(server)
+            .is_none_or(|o| crate::extensions::enabled_by(o, dir))
+    }
+
+    /// Whether some extension server is enabled differently at `dir` than
+    /// at home (a workspace that then needs a view of its own).
+    fn differs(&self, dir: &Path) -> bool {
+        self.overrides.values().any(|o| {
+            crate::extensions::enabled_by(o, dir) != crate::extensions::enabled_by(o, &self.home)
+        })
+    }
+}
+
 pub struct McpManager {
     registry: Arc<ToolRegistry>,
     servers: Mutex<BTreeMap<ServerKey, Arc<Server>>>,
@@ -82,6 +114,9 @@ pub struct McpManager {
     sync: Mutex<()>,
     /// OAuth tokens of every server, shared by every session.
     tokens: Arc<oauth::TokenStore>,
+    /// Where each extension server is enabled (0.61's enablement file, per
+    /// directory): a session sees it only where it is.
+    enablement: Mutex<Enablement>,
     /// The workspace roots sessions opened (what servers' `roots/list`
     /// answers, `roots.rs`).
     open_roots: tokio::sync::watch::Sender<Arc<roots::Opened>>,
@@ -128,6 +163,7 @@ impl McpManager {
             tasks: TaskTracker::new(),
             sync: Mutex::new(()),
             open_roots: tokio::sync::watch::Sender::new(Arc::default()),
+            enablement: Mutex::new(Enablement::default()),
         });
         for tool in resource_tools::tools(&manager) {
             if let Err(problem) = registry.register(tool) {
@@ -175,7 +211,21 @@ impl McpManager {
     /// shared ones (user, extensions) it does not override and its
     /// workspace's own. `None`: the shared ones only.
     pub fn view(&self, root: Option<&Path>) -> Vec<Arc<Server>> {
-        view_of(&self.servers(), root)
+        view_of(&self.servers(), root, &self.enablement())
+    }
+
+    fn enablement(&self) -> Enablement {
+        self.enablement
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Where the extensions' servers are enabled from now on; the views
+    /// are named again.
+    pub fn set_enablement(&self, enablement: Enablement) {
+        *self.enablement.lock().unwrap_or_else(|e| e.into_inner()) = enablement;
+        self.sync_registry();
     }
 
     /// Whether the workspace at `root` has a server `name` of its own
@@ -386,7 +436,7 @@ impl McpManager {
     /// include directories): servers that follow the open roots are told
     /// when that is news to them.
     pub fn root_opened(&self, root: &std::path::Path, includes: Vec<std::path::PathBuf>) {
-        self.open_roots.send_if_modified(|open| {
+        let news = self.open_roots.send_if_modified(|open| {
             if open.get(root) == Some(&includes) {
                 return false;
             }
@@ -395,6 +445,9 @@ impl McpManager {
             *open = Arc::new(more);
             true
         });
+        if news && self.enablement().differs(root) {
+            self.sync_registry();
+        }
     }
 
     /// The last session in `root` was deleted: it is no longer a root
@@ -469,11 +522,16 @@ impl McpManager {
         let _serial = self.sync.lock().unwrap_or_else(|e| e.into_inner());
         let taken = self.registry.non_mcp_names();
         let all = self.servers();
-        let roots: std::collections::BTreeSet<PathBuf> = all
+        let enablement = self.enablement();
+        // A view of its own for each workspace with servers of its own or
+        // where an extension's server is enabled otherwise than at home.
+        let mut roots: std::collections::BTreeSet<PathBuf> = all
             .iter()
             .filter_map(|s| scope_root(&s.config.scope).map(Path::to_path_buf))
             .collect();
-        let (shared, names) = named_view(&view_of(&all, None), &taken);
+        let open = self.open_roots.borrow().clone();
+        roots.extend(open.keys().filter(|r| enablement.differs(r)).cloned());
+        let (shared, names) = named_view(&view_of(&all, None, &enablement), &taken);
         // A shared server's names are those of the shared view.
         for server in all.iter().filter(|s| scope_root(&s.config.scope).is_none()) {
             server.set_registered(
@@ -486,7 +544,7 @@ impl McpManager {
         }
         let mut workspaces = BTreeMap::new();
         for root in roots {
-            let (view, names) = named_view(&view_of(&all, Some(&root)), &taken);
+            let (view, names) = named_view(&view_of(&all, Some(&root), &enablement), &taken);
             let scope = format!("workspace:{}", root.display());
             for server in all.iter().filter(|s| s.config.scope == scope) {
                 server.set_registered(
@@ -520,10 +578,13 @@ impl McpManager {
 /// The servers of `all` a session rooted at `root` sees, in name order:
 /// the shared ones whose name its workspace does not have, and its
 /// workspace's own (`None`: the shared ones).
-fn view_of(all: &[Arc<Server>], root: Option<&Path>) -> Vec<Arc<Server>> {
+fn view_of(all: &[Arc<Server>], root: Option<&Path>, enablement: &Enablement) -> Vec<Arc<Server>> {
     let own = |s: &Arc<Server>| root.is_some_and(|root| scope_root(&s.config.scope) == Some(root));
     let mut view: Vec<Arc<Server>> = all.iter().filter(|s| own(s)).cloned().collect();
     for server in all.iter().filter(|s| scope_root(&s.config.scope).is_none()) {
+        if !enablement.shows(&server.config.scope, server.name(), root) {
+            continue;
+        }
         if !view.iter().any(|v| v.name() == server.name()) {
             view.push(server.clone());
         }
