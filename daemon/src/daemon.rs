@@ -207,6 +207,12 @@ impl Daemon {
             });
         }));
         let weak = Arc::downgrade(&daemon);
+        daemon.sessions.on_resuming(Arc::new(move |root| {
+            if let Some(daemon) = weak.upgrade() {
+                daemon.open_workspace_servers(root);
+            }
+        }));
+        let weak = Arc::downgrade(&daemon);
         daemon
             .hooks
             .set_trust(Arc::new(move |root: &std::path::Path| {
@@ -483,6 +489,21 @@ impl Daemon {
             session.announce(geminid_protocol::event::EventPayload::Error {
                 message: format!("configuration: {problem}"),
             });
+        }
+    }
+
+    /// Starts (or finds running) the MCP servers of a trusted `root`'s
+    /// settings, at once: a stored session loaded again (after a restart)
+    /// then waits for them on its next prompt like a new session does
+    /// (`SessionManager::resuming`). A few small file reads; the rest of
+    /// opening the workspace (`workspace_opened`) follows in the
+    /// background. Needs a runtime.
+    pub fn open_workspace_servers(&self, root: &std::path::Path) {
+        if tokio::runtime::Handle::try_current().is_err() || !self.folder_trust(root).trusted {
+            return;
+        }
+        for problem in self.discovery.workspace_opened(root) {
+            tracing::warn!(problem = %problem, "workspace discovery settings");
         }
     }
 

@@ -267,3 +267,64 @@ async fn extensions_follow_their_enablement_in_each_workspace() {
     .await;
     assert_eq!(refused.error.map(|e| e.kind).as_deref(), Some("denied"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_right_after_a_restart_waits_for_its_workspace_servers() {
+    use geminid_protocol::EventPayload;
+    use geminid_tests::fake_model::{FakeModel, gemini};
+    let p = peers();
+    let fake = FakeModel::scripted(vec![
+        gemini::call_reply(&[("echo", json!({"message": "after the restart"}))]),
+        gemini::answer(&["done"]),
+    ])
+    .await;
+    let mut d = TestDaemon::prepared(&[
+        ("GEMINI_API_KEY", "test-key"),
+        ("GOOGLE_GEMINI_BASE_URL", fake.base_url.as_str()),
+        ("GEMINI_MODEL", "gemini-2.5-flash"),
+    ]);
+    let ws = workspace(
+        &d,
+        "ws",
+        &json!({"mcpServers": {"ws": {"command": everything(&p), "includeTools": ["echo"]}}}),
+    );
+    d.spawn();
+    let c = d.client().await;
+    let sid = yolo_session(&c, &ws).await;
+    connected(&c, &["ws"]).await;
+    drop(c);
+    assert_eq!(d.terminate(), Some(0));
+    d.spawn();
+    let c = d.client().await;
+    // The first request after the restart is the prompt itself.
+    let turn = c
+        .prompt(sid.clone(), "echo something".into())
+        .await
+        .unwrap()
+        .turn_id;
+    let mut sub = c.subscribe_session(sid.clone(), None).await.unwrap();
+    let events = collect_until(
+        &mut sub,
+        |e| matches!(&e.payload, EventPayload::TurnFinished { turn_id, .. } if *turn_id == turn),
+    )
+    .await;
+    let call = events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.payload {
+            EventPayload::ToolCall(s) if s.state.is_terminal() && s.name == "echo" => {
+                Some((**s).clone())
+            }
+            _ => None,
+        })
+        .expect("the echo call");
+    assert_eq!(call.state, CallState::Success, "{call:#?}");
+    let first = &fake.seen()[0].body;
+    let told: Vec<&str> = first["tools"][0]["functionDeclarations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["name"].as_str())
+        .collect();
+    assert!(told.contains(&"echo"), "the model was not told: {told:?}");
+}
