@@ -554,13 +554,26 @@ impl Daemon {
                 crate::problems::ConfigProblem::new(ext.manifest().display().to_string(), p)
                     .kept("that server does not start")
             }));
-            for server in &read.servers {
+            // Its settings' values (`.env`) reach its stdio servers, under
+            // each entry's own `env` (0.61's order).
+            let settings_env = ext.settings_env();
+            let mut servers_of = read.servers;
+            for server in &mut servers_of {
+                if let crate::discovery::settings::Transport::Stdio { env, .. } =
+                    &mut server.transport
+                {
+                    for (key, value) in &settings_env {
+                        env.entry(key.clone()).or_insert_with(|| value.clone());
+                    }
+                }
+            }
+            for server in &servers_of {
                 enablement
                     .overrides
                     .entry(server.name.clone())
                     .or_insert_with(|| ext.overrides.clone());
             }
-            servers.extend(read.servers);
+            servers.extend(servers_of);
         }
         self.discovery.mcp.set_enablement(enablement);
         for problem in self.discovery.set_extension_servers(servers) {

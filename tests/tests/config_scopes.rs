@@ -328,3 +328,41 @@ async fn a_prompt_right_after_a_restart_waits_for_its_workspace_servers() {
         .collect();
     assert!(told.contains(&"echo"), "the model was not told: {told:?}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_extension_s_settings_reach_its_servers_from_its_env_file() {
+    let p = peers();
+    let mut d = TestDaemon::prepared(&[]);
+    let home = d.home();
+    install_extension(
+        &home,
+        "keyed",
+        &json!({"name": "keyed",
+                "settings": [
+                    {"name": "API key", "envVar": "EXT_API_KEY", "sensitive": false},
+                    {"name": "Mode", "envVar": "EXT_MODE"}
+                ],
+                "mcpServers": {"keyed-srv": {"command": everything(&p),
+                    "includeTools": ["get-env"], "env": {"EXT_MODE": "from-entry"}}}}),
+    );
+    std::fs::write(
+        home.join(".gemini/extensions/keyed/.env"),
+        "EXT_API_KEY=ext-secret-value\nEXT_MODE=from-dotenv\nUNDECLARED_VAR=not-declared\n",
+    )
+    .unwrap();
+    d.spawn();
+    let c = d.client().await;
+    let session = yolo_session(&c, &d.workspace).await;
+    connected(&c, &["keyed-srv"]).await;
+    let text = called(&c, &session, "get-env").await;
+    assert!(
+        text.contains("ext-secret-value"),
+        "a declared setting: {text}"
+    );
+    assert!(text.contains("from-entry"), "the entry's env wins: {text}");
+    assert!(!text.contains("from-dotenv"), "{text}");
+    assert!(
+        !text.contains("not-declared"),
+        "only declared settings: {text}"
+    );
+}
