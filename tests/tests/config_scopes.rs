@@ -366,3 +366,44 @@ async fn an_extension_s_settings_reach_its_servers_from_its_env_file() {
         "only declared settings: {text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workspace_s_own_excluded_env_vars_apply_to_its_children() {
+    let d = TestDaemon::start();
+    let strict = workspace(
+        &d,
+        "strict",
+        &json!({"advanced": {"excludedEnvVars": ["GEMINID_WS_EXCLUDED"]}}),
+    );
+    let lax = workspace(&d, "lax", &json!({}));
+    for root in [&strict, &lax] {
+        std::fs::write(
+            root.join(".env"),
+            "GEMINID_WS_EXCLUDED=leaked\nGEMINID_WS_KEPT=kept\nDEBUG=1\n",
+        )
+        .unwrap();
+    }
+    let c = d.client().await;
+    let probe = json!({"command":
+        "echo \"X=${GEMINID_WS_EXCLUDED:-none} K=${GEMINID_WS_KEPT:-none} D=${DEBUG:-none}\""});
+    let in_strict = yolo_session(&c, &strict).await;
+    let in_lax = yolo_session(&c, &lax).await;
+    let text = called_with(&c, &in_strict, "run_shell_command", probe.clone()).await;
+    assert!(text.contains("X=none"), "its own exclusion: {text}");
+    assert!(text.contains("K=kept"), "{text}");
+    assert!(
+        text.contains("D=none"),
+        "the user's (default) ones still: {text}"
+    );
+    let text = called_with(&c, &in_lax, "run_shell_command", probe).await;
+    assert!(
+        text.contains("X=leaked"),
+        "another workspace is untouched: {text}"
+    );
+}
+
+async fn called_with(c: &Client, session: &str, tool: &str, args: Value) -> String {
+    let snap = run(c, session, tool, args).await;
+    assert_eq!(snap.state, CallState::Success, "{tool}: {snap:#?}");
+    result_json(&snap).to_string()
+}
