@@ -407,3 +407,47 @@ async fn called_with(c: &Client, session: &str, tool: &str, args: Value) -> Stri
     assert_eq!(snap.state, CallState::Success, "{tool}: {snap:#?}");
     result_json(&snap).to_string()
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hooks_get_their_workspace_s_env_file_sanitized() {
+    let mut d = TestDaemon::prepared(&[]);
+    let out = d.dir.path().join("hook-env.txt");
+    let command = format!(
+        "echo \"P=${{GEMINID_HOOK_PROBE:-none}} K=${{MY_API_TOKEN:-none}} D=${{DEBUG:-none}}\" >> '{}'",
+        out.display()
+    );
+    let gemini = d.home().join(".gemini");
+    std::fs::create_dir_all(&gemini).unwrap();
+    std::fs::write(
+        gemini.join("settings.json"),
+        json!({"hooks": {"BeforeTool": [{"matcher": ".*",
+            "hooks": [{"type": "command", "command": command}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let ws = workspace(&d, "ws", &json!({}));
+    std::fs::write(
+        ws.join(".env"),
+        "GEMINID_HOOK_PROBE=from-ws\nMY_API_TOKEN=sekrit\nDEBUG=1\n",
+    )
+    .unwrap();
+    std::fs::write(ws.join("a.txt"), "x").unwrap();
+    d.spawn();
+    let c = d.client().await;
+    let session = yolo_session(&c, &ws).await;
+    let read = run(
+        &c,
+        &session,
+        "read_file",
+        json!({"absolute_path": ws.join("a.txt")}),
+    )
+    .await;
+    assert_eq!(read.state, CallState::Success, "{read:#?}");
+    let text = std::fs::read_to_string(&out).expect("the hook ran before the call");
+    assert!(text.contains("P=from-ws"), "the workspace's .env: {text}");
+    assert!(text.contains("K=none"), "secrets stay out: {text}");
+    assert!(
+        text.contains("D=none"),
+        "excluded from a project file: {text}"
+    );
+}
