@@ -218,22 +218,42 @@ pub fn for_child() -> Vec<(OsString, OsString)> {
 /// has none (0.61 never overrides one), a project file's excluded
 /// variables (`advanced.excludedEnvVars`, default `DEBUG`, `DEBUG_MODE`) and the ones that make a child run
 /// other code (`BASH_ENV`, `LD_PRELOAD`...) left out, then sanitized like
-/// the rest. Read at each call: nothing of one workspace stays for the next.
+/// the rest. The workspace's own `advanced.excludedEnvVars` (its
+/// `.gemini/settings.json`) are excluded too, with the user's (0.61 merges
+/// the list of both layers). Read at each call: nothing of one workspace
+/// stays for the next.
 pub fn for_child_in(workspace: &std::path::Path) -> Vec<(OsString, OsString)> {
-    with_dotenv(|home| crate::model::dotenv::find(workspace, home))
+    let own = workspace_excluded(workspace);
+    with_dotenv(|home| crate::model::dotenv::find(workspace, home), &own)
+}
+
+/// A workspace's own `advanced.excludedEnvVars` (none when its settings
+/// file is missing or cannot be read: the user's list still applies).
+fn workspace_excluded(workspace: &std::path::Path) -> Vec<String> {
+    let path = workspace.join(".gemini/settings.json");
+    std::fs::read_to_string(&path)
+        .ok()
+        .and_then(|text| crate::jsonc::parse(&text).ok())
+        .map(|value| {
+            Redaction::from_settings(&value)
+                .excluded_env_vars
+                .unwrap_or_default()
+        })
+        .unwrap_or_default()
 }
 
 /// The environment of a child of no workspace (a user or extension MCP
 /// server): the daemon's, plus the user's own `.env` (`~/.gemini/.env`,
 /// then `~/.env`) as [`for_child_in`] adds a workspace's, sanitized.
 pub fn for_user() -> Vec<(OsString, OsString)> {
-    with_dotenv(crate::model::dotenv::find_home)
+    with_dotenv(crate::model::dotenv::find_home, &[])
 }
 
 /// The daemon's environment plus the `.env` file `find` picks (from the
 /// home directory), sanitized. Read now: nothing stays for the next child.
 fn with_dotenv(
     find: impl FnOnce(&std::path::Path) -> Option<std::path::PathBuf>,
+    also_excluded: &[String],
 ) -> Vec<(OsString, OsString)> {
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
     let redaction = CURRENT.read().unwrap_or_else(|e| e.into_inner()).clone();
@@ -243,7 +263,8 @@ fn with_dotenv(
         .and_then(|home| find(home).map(|f| (f, home)))
         .and_then(|(f, home)| crate::model::dotenv::read(&f, home).ok());
     if let Some(file) = file {
-        let excluded = redaction.excluded();
+        let mut excluded = redaction.excluded();
+        excluded.extend(also_excluded.iter().cloned());
         for (key, _) in &file.vars {
             if is_dangerous_override(key) || env.iter().any(|(k, _)| k == key.as_str()) {
                 continue;

@@ -103,12 +103,18 @@ impl Daemon {
                         message: message.map(str::to_owned),
                     };
                     // A workspace's server is news for the sessions of that
-                    // workspace; a user-layer server serves every session.
+                    // workspace; a user-layer server serves every session
+                    // but those whose workspace has a server of its name.
                     match scope.strip_prefix("workspace:") {
                         Some(root) => daemon
                             .sessions
                             .announce_payload_where(payload, |cwd| cwd == root),
-                        None => daemon.sessions.announce_payload_where(payload, |_| true),
+                        None => {
+                            let mcp = &daemon.discovery.mcp;
+                            daemon.sessions.announce_payload_where(payload, |cwd| {
+                                !mcp.overrides(std::path::Path::new(cwd), server)
+                            })
+                        }
                     }
                 },
             ),
@@ -199,6 +205,12 @@ impl Daemon {
                 let root = std::path::PathBuf::from(&handle.cwd);
                 daemon.workspace_opened(&root, &handle);
             });
+        }));
+        let weak = Arc::downgrade(&daemon);
+        daemon.sessions.on_resuming(Arc::new(move |root| {
+            if let Some(daemon) = weak.upgrade() {
+                daemon.open_workspace_servers(root);
+            }
         }));
         let weak = Arc::downgrade(&daemon);
         daemon
@@ -438,6 +450,17 @@ impl Daemon {
             watch.add_dir(&root.join(".gemini/policies"));
         }
         self.note_workspace_tool_problems(root);
+        // An extension enabled here but not at home starts its servers.
+        let home = self.home();
+        let differs = self
+            .extensions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .any(|e| e.loaded && e.enabled_for(root) != e.enabled_for(&home));
+        if differs && !session.is_stopped() {
+            self.apply_extensions();
+        }
         let verdict = self.folder_trust(root);
         let area = format!("workspace {}", root.display());
         if !verdict.trusted {
@@ -469,6 +492,21 @@ impl Daemon {
         }
     }
 
+    /// Starts (or finds running) the MCP servers of a trusted `root`'s
+    /// settings, at once: a stored session loaded again (after a restart)
+    /// then waits for them on its next prompt like a new session does
+    /// (`SessionManager::resuming`). A few small file reads; the rest of
+    /// opening the workspace (`workspace_opened`) follows in the
+    /// background. Needs a runtime.
+    pub fn open_workspace_servers(&self, root: &std::path::Path) {
+        if tokio::runtime::Handle::try_current().is_err() || !self.folder_trust(root).trusted {
+            return;
+        }
+        for problem in self.discovery.workspace_opened(root) {
+            tracing::warn!(problem = %problem, "workspace discovery settings");
+        }
+    }
+
     /// Reads the installed extensions again: their MCP servers follow
     /// their manifests, memory is reloaded when their context files
     /// changed, their files are watched, and their problems reported
@@ -489,10 +527,25 @@ impl Daemon {
             }
         }
         let home = self.home();
+        // An extension's servers run while it is enabled at home or in a
+        // workspace a session opened; each session sees them only where
+        // the extension is enabled (0.61's enablement, per directory).
+        let opened: Vec<std::path::PathBuf> = self
+            .opened_roots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect();
         let mut servers = Vec::new();
+        let mut enablement = crate::discovery::mcp::Enablement {
+            home: home.clone(),
+            ..Default::default()
+        };
         for ext in &found {
             problems.extend(ext.problems.iter().cloned());
-            if !ext.loaded || !ext.enabled_for(&home) {
+            let somewhere = ext.enabled_for(&home) || opened.iter().any(|r| ext.enabled_for(r));
+            if !ext.loaded || !somewhere {
                 continue;
             }
             let doc = serde_json::json!({ "mcpServers": ext.mcp_servers });
@@ -501,8 +554,28 @@ impl Daemon {
                 crate::problems::ConfigProblem::new(ext.manifest().display().to_string(), p)
                     .kept("that server does not start")
             }));
-            servers.extend(read.servers);
+            // Its settings' values (`.env`) reach its stdio servers, under
+            // each entry's own `env` (0.61's order).
+            let settings_env = ext.settings_env();
+            let mut servers_of = read.servers;
+            for server in &mut servers_of {
+                if let crate::discovery::settings::Transport::Stdio { env, .. } =
+                    &mut server.transport
+                {
+                    for (key, value) in &settings_env {
+                        env.entry(key.clone()).or_insert_with(|| value.clone());
+                    }
+                }
+            }
+            for server in &servers_of {
+                enablement
+                    .overrides
+                    .entry(server.name.clone())
+                    .or_insert_with(|| ext.overrides.clone());
+            }
+            servers.extend(servers_of);
         }
+        self.discovery.mcp.set_enablement(enablement);
         for problem in self.discovery.set_extension_servers(servers) {
             tracing::warn!(problem = %problem, "extension MCP servers");
         }

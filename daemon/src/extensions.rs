@@ -42,6 +42,9 @@ pub struct Extension {
     /// Context files that exist.
     pub context_files: Vec<PathBuf>,
     pub exclude_tools: Vec<String>,
+    /// The manifest's `settings[].envVar`: the variables of its `.env`
+    /// its stdio servers get (0.61's `resolvedSettings`).
+    pub setting_vars: Vec<String>,
     /// `policies/` when it exists (read whether or not the manifest is).
     pub policy_dir: Option<PathBuf>,
     /// Enablement overrides for this extension, in order.
@@ -63,6 +66,26 @@ impl Extension {
     /// The manifest file (a problem names it).
     pub fn manifest(&self) -> PathBuf {
         self.path.join(MANIFEST)
+    }
+
+    /// Where 0.61 keeps the values of the extension's settings.
+    pub fn env_file(&self) -> PathBuf {
+        self.install_dir.join(".env")
+    }
+
+    /// The extension's settings as its stdio servers get them: the
+    /// variables its manifest declares (`settings[].envVar`) with their
+    /// values in its `.env` (a missing file or variable: none). The
+    /// server entry's own `env` wins over them, and the dangerous ones
+    /// (`LD_PRELOAD`, ...) are dropped with it (`child_env.rs`).
+    pub fn settings_env(&self) -> Vec<(String, String)> {
+        let Ok(text) = std::fs::read_to_string(self.env_file()) else {
+            return Vec::new();
+        };
+        crate::model::dotenv::parse(&text)
+            .into_iter()
+            .filter(|(k, _)| self.setting_vars.contains(k))
+            .collect()
     }
 }
 
@@ -105,6 +128,7 @@ pub fn watched_files(dir: &Path, found: &[Extension]) -> Vec<PathBuf> {
         files.push(ext.install_dir.join(MANIFEST));
         files.push(ext.install_dir.join(INSTALL_METADATA));
         files.push(ext.manifest());
+        files.push(ext.env_file());
         files.extend(ext.context_files.iter().cloned());
         // Its hooks (`hooks/book.rs` reads them).
         files.push(ext.path.join("hooks").join("hooks.json"));
@@ -261,6 +285,15 @@ fn read_manifest(ext: &mut Extension, value: &Value, manifest: &Path, dir_name: 
             "no MCP server of it starts",
         ),
     }
+    ext.setting_vars = value
+        .get("settings")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.get("envVar").and_then(Value::as_str))
+        .filter(|v| !v.trim().is_empty())
+        .map(str::to_owned)
+        .collect();
     match value.get("excludeTools") {
         None => {}
         Some(Value::Array(items)) => {
@@ -336,7 +369,7 @@ fn hydrate(value: Value, path: &Path) -> Value {
 
 /// 0.61's overrides: `!` disables, a trailing `*` covers the directories
 /// below, the last rule that matches decides; none: enabled.
-fn enabled_by(overrides: &[String], dir: &Path) -> bool {
+pub fn enabled_by(overrides: &[String], dir: &Path) -> bool {
     let target = with_slashes(&dir.display().to_string());
     let mut enabled = true;
     for rule in overrides {

@@ -270,10 +270,13 @@ pub trait GeminidApi {
     #[method(name = "mcp.list", param_kind = map)]
     async fn list_mcp(&self) -> RpcResult<McpList>;
 
-    /// `mcp.restart {name}`: drops the server's connection (killing a stdio
-    /// server) and connects again at once. Answers when the attempt ended.
+    /// `mcp.restart {name, scope?}`: drops the server's connection (killing
+    /// a stdio server) and connects again at once. Answers when the attempt
+    /// ended. A name more than one scope has (two workspaces' `db`) needs
+    /// `scope` (`user`, `extensions`, `workspace:<root>`, as `mcp.list`
+    /// shows it); without it the error (-32602) lists them.
     #[method(name = "mcp.restart", param_kind = map)]
-    async fn restart_mcp(&self, name: String) -> RpcResult<McpServerInfo>;
+    async fn restart_mcp(&self, name: String, scope: Option<String>) -> RpcResult<McpServerInfo>;
 
     /// `mcp.probe {target, call?, args?, headers?, cwd?, env?,
     /// acceptElicitationDefaults?}`: one connection to a server that need

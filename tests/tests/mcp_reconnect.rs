@@ -53,10 +53,10 @@ async fn killed_server_is_unavailable_then_reconnects() {
     assert!(seen.iter().any(|e| matches!(&e.payload, EventPayload::McpServerStatus { status, .. } if status == "disconnected")));
 
     // mcp.restart gives a fresh process.
-    let restarted = c.restart_mcp("e".into()).await.unwrap();
+    let restarted = c.restart_mcp("e".into(), None).await.unwrap();
     assert_eq!(restarted.status, "connected");
     assert_ne!(restarted.pid, Some(sub_pid));
-    assert!(c.restart_mcp("nope".into()).await.is_err());
+    assert!(c.restart_mcp("nope".into(), None).await.is_err());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -134,7 +134,7 @@ async fn calls_fail_fast_while_the_server_is_down() {
     );
 
     std::fs::write(&flag, "").unwrap();
-    let back = c.restart_mcp("e".into()).await.unwrap();
+    let back = c.restart_mcp("e".into(), None).await.unwrap();
     assert_eq!(back.status, "connected", "{back:#?}");
     let up = run(&c, &sid, "echo", json!({"message": "y"})).await;
     assert_eq!(up.state, CallState::Success, "{up:#?}");

@@ -76,7 +76,8 @@ Examples:
 
 pub const MCP_RESTART: &str = "\
 Examples:
-  gemctl mcp restart everything";
+  gemctl mcp restart everything
+  gemctl mcp restart db --scope workspace:/home/me/project   # a name two scopes have";
 
 pub const MCP_REDISCOVER: &str = "\
 Examples:

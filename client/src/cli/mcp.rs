@@ -20,7 +20,13 @@ pub enum McpCommand {
     List,
     /// Reconnect one MCP server now
     #[command(after_help = super::examples::MCP_RESTART)]
-    Restart { name: String },
+    Restart {
+        name: String,
+        /// The server's scope when more than one has the name (`user`,
+        /// `extensions`, `workspace:<root>`, as `mcp list` shows it)
+        #[arg(long)]
+        scope: Option<String>,
+    },
     /// Run `tools.discoveryCommand` again and replace the discovered tools
     #[command(after_help = super::examples::MCP_REDISCOVER)]
     Rediscover {
@@ -98,9 +104,9 @@ pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
     match cmd {
         McpCommand::List => list(ctx).await,
         McpCommand::Serve(args) => crate::mcp_serve::run(&ctx.socket, args).await,
-        McpCommand::Restart { name } => {
+        McpCommand::Restart { name, scope } => {
             let client = ctx.connect().await?;
-            let info = client.restart_mcp(name).await?;
+            let info = client.restart_mcp(name, scope).await?;
             if ctx.json {
                 return print_json(&info);
             }

@@ -9,8 +9,9 @@
 //!   session is created in `root`, if the folder is trusted (`trust.rs`).
 //!   Its MCP servers are started then (once per daemon) and their tools
 //!   belong to the sessions in `root` only (`ToolRegistry::get_in`): other
-//!   sessions neither see nor call them. A workspace server never replaces
-//!   a user server of the same name and its `trust` is ignored: a cloned
+//!   sessions neither see nor call them. A workspace server of a user
+//!   server's name is the one its sessions see (0.61's merge), the user's
+//!   stays for every other session; its `trust` is ignored: a cloned
 //!   repository must not be able to grant itself unconfirmed calls.
 //!
 //! Trust: `trust: true` on a user-layer server becomes an allow rule for
@@ -127,9 +128,6 @@ impl Discovery {
         // both apply (a workspace cannot widen the user's list).
         let user = settings::load(&self.user_settings, "user");
         let servers = admitted(servers, &[&user, &loaded]);
-        for server in &servers {
-            self.registry.set_server_scope(&server.name, Some(root));
-        }
         let mut problems = loaded.problems;
         problems.extend(self.mcp.reconcile(&scope, servers));
         for problem in &problems {
@@ -213,25 +211,25 @@ impl Discovery {
     /// The MCP servers a session rooted at `root` will see whose first
     /// connection attempt has not finished yet.
     pub fn connecting_for(&self, root: &Path) -> Vec<String> {
-        let mine = format!("workspace:{}", root.display());
         self.mcp
-            .list()
-            .into_iter()
-            .filter(|s| (s.config.scope == "user" || s.config.scope == mine) && !s.attempted)
-            .map(|s| s.config.name)
+            .view(Some(root))
+            .iter()
+            .filter(|s| !s.snapshot().attempted)
+            .map(|s| s.name().to_owned())
             .collect()
     }
 
-    /// Waits until every one of `names` has finished a connection attempt
-    /// (connected or failed), at most `bound`.
-    pub async fn wait_attempted(&self, names: &[String], bound: std::time::Duration) {
+    /// Waits until every one of `names`, as a session rooted at `root`
+    /// sees them, has finished a connection attempt (connected or failed),
+    /// at most `bound`.
+    pub async fn wait_attempted(&self, root: &Path, names: &[String], bound: std::time::Duration) {
         let deadline = tokio::time::Instant::now() + bound;
         while tokio::time::Instant::now() < deadline {
             let pending = self
                 .mcp
-                .list()
+                .view(Some(root))
                 .iter()
-                .any(|s| names.contains(&s.config.name) && !s.attempted);
+                .any(|s| names.iter().any(|n| n == s.name()) && !s.snapshot().attempted);
             if !pending {
                 return;
             }

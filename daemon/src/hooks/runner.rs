@@ -1,6 +1,7 @@
 //! The IO edge of hooks: one hook is `bash -c <command>` in the session's
 //! folder, in a process group of its own, with the sanitized environment
-//! (`child_env.rs`) plus 0.61's `GEMINI_*` variables, the firing's JSON on
+//! and the workspace's `.env` as other children get them
+//! (`child_env::for_child_in`) plus 0.61's `GEMINI_*` variables, the firing's JSON on
 //! stdin. It is killed (the whole group) on timeout and on cancel, and
 //! after it exits (what it left behind goes too), so no hook leaves a call
 //! waiting. A plan's hooks run in parallel, or in order when sequential
@@ -185,7 +186,7 @@ async fn spawn_and_wait(
         .arg("-c")
         .arg(expand(&hook.command, env))
         .env_clear()
-        .envs(crate::child_env::for_child())
+        .envs(crate::child_env::for_child_in(&env.cwd))
         .env("GEMINI_PROJECT_DIR", &cwd)
         .env("GEMINI_CWD", &cwd)
         .env("GEMINI_PLANS_DIR", &env.plans_dir)

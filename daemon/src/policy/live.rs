@@ -87,6 +87,30 @@ pub struct LivePolicy {
     /// are rebuilt on it.
     generation: std::sync::atomic::AtomicU64,
     workspaces: Mutex<BTreeMap<PathBuf, WorkspaceEngine>>,
+    /// Every readable extension's `excludeTools` rules with its enablement
+    /// overrides: a workspace where one is enabled otherwise than at home
+    /// gets (or loses) its rules (`engine_for`).
+    extension_excludes: RwLock<Vec<ExtensionExcludes>>,
+}
+
+/// One extension's `excludeTools` as deny rules, and where it is enabled.
+#[derive(Debug, Clone)]
+struct ExtensionExcludes {
+    manifest: PathBuf,
+    overrides: Vec<String>,
+    entries: Vec<String>,
+    rules: Vec<PolicyRule>,
+}
+
+impl ExtensionExcludes {
+    /// What decides its rules: the same key is the same rules.
+    fn key(&self) -> (&Path, &[String], &[String]) {
+        (&self.manifest, &self.overrides, &self.entries)
+    }
+
+    fn source_file(manifest: &Path) -> String {
+        format!("{} (excludeTools)", manifest.display())
+    }
 }
 
 /// One source file as last read.
@@ -109,6 +133,7 @@ impl LivePolicy {
             problems: RwLock::new(Vec::new()),
             generation: std::sync::atomic::AtomicU64::new(0),
             workspaces: Mutex::new(BTreeMap::new()),
+            extension_excludes: RwLock::new(Vec::new()),
         });
         live.reload_all();
         live
@@ -133,7 +158,25 @@ impl LivePolicy {
         let settings = workspace.join(".gemini").join("settings.json");
         let mut files = policy_files(&dir).unwrap_or_default();
         let settings_meta = std::fs::metadata(&settings).ok();
-        if files.is_empty() && settings_meta.is_none() {
+        // Extensions enabled here otherwise than at home (0.61's
+        // enablement is per directory): their excludeTools follow it.
+        let differing: Vec<(ExtensionExcludes, bool)> = match &self.sources.extensions_dir {
+            None => Vec::new(),
+            Some(dir) => {
+                let home = dir.parent().and_then(Path::parent).unwrap_or(dir);
+                self.extension_excludes
+                    .read()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .iter()
+                    .filter_map(|e| {
+                        let here = crate::extensions::enabled_by(&e.overrides, workspace);
+                        (here != crate::extensions::enabled_by(&e.overrides, home))
+                            .then(|| (e.clone(), here))
+                    })
+                    .collect()
+            }
+        };
+        if files.is_empty() && settings_meta.is_none() && differing.is_empty() {
             let mut cache = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
             cache.remove(workspace);
             return self.engine();
@@ -141,7 +184,7 @@ impl LivePolicy {
         if settings_meta.is_some() {
             files.push(settings.clone());
         }
-        let stamp: Stamp = files
+        let mut stamp: Stamp = files
             .iter()
             .map(|p| {
                 let meta = std::fs::metadata(p).ok();
@@ -149,6 +192,11 @@ impl LivePolicy {
                 (p.clone(), len, meta.and_then(|m| m.modified().ok()))
             })
             .collect();
+        stamp.extend(
+            differing
+                .iter()
+                .map(|(e, here)| (e.manifest.join("#enabled"), u64::from(*here), None)),
+        );
         let generation = self.generation.load(std::sync::atomic::Ordering::Acquire);
         let mut cache = self.workspaces.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(kept) = cache.get(workspace)
@@ -157,7 +205,21 @@ impl LivePolicy {
         {
             return Arc::clone(&kept.engine);
         }
-        let mut rules: Vec<PolicyRule> = self.engine().rules().to_vec();
+        let dropped: Vec<String> = differing
+            .iter()
+            .filter(|(_, here)| !here)
+            .map(|(e, _)| ExtensionExcludes::source_file(&e.manifest))
+            .collect();
+        let mut rules: Vec<PolicyRule> = self
+            .engine()
+            .rules()
+            .iter()
+            .filter(|r| !dropped.contains(&r.source.file))
+            .cloned()
+            .collect();
+        for (ext, _) in differing.iter().filter(|(_, here)| *here) {
+            rules.extend(ext.rules.iter().cloned());
+        }
         let mut problems = Vec::new();
         let mut good_settings = cache
             .get(workspace)
@@ -342,6 +404,35 @@ impl LivePolicy {
         };
         let home = dir.parent().and_then(Path::parent).unwrap_or(dir);
         let (found, _) = crate::extensions::load_all(dir);
+        let every: Vec<ExtensionExcludes> = found
+            .iter()
+            .filter(|e| e.loaded)
+            .map(|e| ExtensionExcludes {
+                manifest: e.manifest(),
+                overrides: e.overrides.clone(),
+                entries: e.exclude_tools.clone(),
+                rules: extension_exclude_rules(&e.manifest(), &e.exclude_tools),
+            })
+            .collect();
+        {
+            let mut kept = self
+                .extension_excludes
+                .write()
+                .unwrap_or_else(|e| e.into_inner());
+            let keys = |l: &[ExtensionExcludes]| -> Vec<(PathBuf, Vec<String>, Vec<String>)> {
+                l.iter()
+                    .map(|e| {
+                        let (m, o, x) = e.key();
+                        (m.to_path_buf(), o.to_vec(), x.to_vec())
+                    })
+                    .collect()
+            };
+            if keys(&kept) != keys(&every) {
+                *kept = every;
+                // Workspace engines are built again.
+                *changed = true;
+            }
+        }
         for ext in found.iter().filter(|e| e.enabled_for(home)) {
             let path = ext.manifest();
             let floor_key = PathBuf::from(format!("{}#unreadable", path.display()));
@@ -361,27 +452,11 @@ impl LivePolicy {
             seen.push(path.clone());
             let key = format!("{:?}", ext.exclude_tools);
             *changed |= refresh(by_file, &path, key, |_| {
-                let rules = ext
-                    .exclude_tools
-                    .iter()
-                    .enumerate()
-                    .map(|(i, entry)| {
-                        let (name, prefix) = super::settings::parse_tool_entry(entry);
-                        let mut rule = PolicyRule::new(
-                            super::Decision::Deny,
-                            super::settings::EXCLUDE_PRIORITY,
-                            super::RuleSource {
-                                file: format!("{} (excludeTools)", path.display()),
-                                index: i + 1,
-                                tier: Tier::User,
-                            },
-                        );
-                        rule.tool_names = vec![name];
-                        rule.command_prefix = prefix.into_iter().collect();
-                        rule
-                    })
-                    .collect();
-                (rules, Vec::new(), false)
+                (
+                    extension_exclude_rules(&path, &ext.exclude_tools),
+                    Vec::new(),
+                    false,
+                )
             });
         }
     }
@@ -559,4 +634,27 @@ fn settings_file_rules(path: &Path, text: &str) -> Result<Vec<PolicyRule>, Confi
         &path.display().to_string(),
     ));
     Ok(rules)
+}
+
+/// An extension's `excludeTools` as deny rules at the user settings' place.
+fn extension_exclude_rules(manifest: &Path, entries: &[String]) -> Vec<PolicyRule> {
+    entries
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| {
+            let (name, prefix) = super::settings::parse_tool_entry(entry);
+            let mut rule = PolicyRule::new(
+                super::Decision::Deny,
+                super::settings::EXCLUDE_PRIORITY,
+                super::RuleSource {
+                    file: ExtensionExcludes::source_file(manifest),
+                    index: i + 1,
+                    tier: Tier::User,
+                },
+            );
+            rule.tool_names = vec![name];
+            rule.command_prefix = prefix.into_iter().collect();
+            rule
+        })
+        .collect()
 }

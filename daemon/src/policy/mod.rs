@@ -89,17 +89,23 @@ pub use settings::settings_rules;
 pub use shell::{Hazard, PartKind, ShellPart, ShellSplit, split_command};
 
 /// Checks a call of `tool_name` as the scheduler would: the tool's kind and
-/// MCP server come from the registry (an unknown tool counts as `other`).
+/// MCP server come from the registry, as a session rooted at `root` sees
+/// it (`None`: the shared view; an unknown tool counts as `other`).
+#[allow(clippy::too_many_arguments)]
 pub fn check_tool(
     engine: &PolicyEngine,
     registry: &crate::tools::ToolRegistry,
+    root: Option<&std::path::Path>,
     tool_name: &str,
     args: &serde_json::Value,
     mode: ApprovalMode,
     interactive: bool,
     allowlist: &SessionAllowlist,
 ) -> PolicyVerdict {
-    let tool = registry.get(tool_name);
+    let tool = match root {
+        Some(root) => registry.get_in(tool_name, root),
+        None => registry.get(tool_name),
+    };
     let source = tool.as_ref().map(|t| t.tool.source());
     let kind = tool
         .as_ref()

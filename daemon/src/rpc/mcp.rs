@@ -61,18 +61,18 @@ pub fn list(daemon: &Daemon) -> McpList {
     }
 }
 
-pub async fn restart(daemon: &Daemon, name: &str) -> RpcResult<McpServerInfo> {
+pub async fn restart(daemon: &Daemon, name: &str, scope: Option<&str>) -> RpcResult<McpServerInfo> {
     daemon
         .discovery
         .mcp
-        .restart(name)
+        .restart(name, scope)
         .await
         .map(server_info)
         .map_err(|e| rpc_error(code::INVALID_PARAMS, e.to_string()))
 }
 
 pub async fn auth(daemon: &Daemon, name: &str) -> RpcResult<McpLogin> {
-    match daemon.discovery.mcp.begin_login(name).await {
+    match daemon.discovery.mcp.begin_login(name, None).await {
         Ok(url) => Ok(McpLogin {
             name: name.to_owned(),
             url,
@@ -85,7 +85,7 @@ pub async fn auth(daemon: &Daemon, name: &str) -> RpcResult<McpLogin> {
 }
 
 pub async fn auth_wait(daemon: &Daemon, name: &str) -> RpcResult<McpServerInfo> {
-    match daemon.discovery.mcp.finish_login(name).await {
+    match daemon.discovery.mcp.finish_login(name, None).await {
         Ok(snapshot) => Ok(server_info(snapshot)),
         Err(e @ McpError::UnknownServer(_)) => Err(rpc_error(code::INVALID_PARAMS, e.to_string())),
         Err(e @ (McpError::OAuth(_) | McpError::Call(_))) => {

@@ -433,8 +433,8 @@ impl GeminidApiServer for RpcHandler {
         hooks::list(&self.daemon, session_id, cwd).await
     }
 
-    async fn restart_mcp(&self, name: String) -> RpcResult<McpServerInfo> {
-        mcp::restart(&self.daemon, &name).await
+    async fn restart_mcp(&self, name: String, scope: Option<String>) -> RpcResult<McpServerInfo> {
+        mcp::restart(&self.daemon, &name, scope.as_deref()).await
     }
 
     async fn rediscover_tools(

@@ -54,6 +54,7 @@ pub async fn check(daemon: &Daemon, req: CheckRequest) -> RpcResult<PolicyCheckR
     let verdict = check_tool(
         &engine,
         &daemon.registry,
+        req.cwd.as_deref().map(std::path::Path::new),
         &req.tool_name,
         &args,
         mode,

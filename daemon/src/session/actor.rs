@@ -403,6 +403,7 @@ impl Actor {
                         .policy
                         .engine_for(std::path::Path::new(&self.record.cwd)),
                     &self.deps.registry,
+                    Some(std::path::Path::new(&self.record.cwd)),
                     &tool_name,
                     &args,
                     mode,

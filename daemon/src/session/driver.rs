@@ -132,9 +132,15 @@ impl Actor {
                         "`modifiedArgs` is required with outcome modify_with_editor".to_owned(),
                     )
                 })?;
-                let tool = self.deps.registry.get(&name).ok_or_else(|| {
-                    SessionError::InvalidParams(format!("tool `{name}` is no longer registered"))
-                })?;
+                let tool = self
+                    .deps
+                    .registry
+                    .get_in(&name, &self.ctx.workspace_root)
+                    .ok_or_else(|| {
+                        SessionError::InvalidParams(format!(
+                            "tool `{name}` is no longer registered"
+                        ))
+                    })?;
                 let invocation = tool.build(&self.ctx, &args).map_err(|e| {
                     SessionError::InvalidParams(format!("modified arguments rejected: {e}"))
                 })?;
@@ -343,6 +349,7 @@ impl Actor {
         let verdict = crate::policy::check_tool(
             &self.deps.policy.engine_for(&self.ctx.workspace_root),
             &self.deps.registry,
+            Some(&self.ctx.workspace_root),
             &call.name,
             &call.args,
             self.record.approval_mode,

@@ -27,7 +27,14 @@ pub struct SessionManager {
     /// Told of each stored session loaded again (after a restart), outside
     /// every lock: its workspace's servers start then.
     on_loaded: Mutex<Option<LoadedFn>>,
+    /// Told of a stored session's workspace before its actor starts, so
+    /// the servers it will see are known (connecting) when its first
+    /// prompt, or a prompt left queued, asks which to wait for.
+    on_resuming: Mutex<Option<ResumingFn>>,
 }
+
+/// Called with a stored session's workspace root before its actor starts.
+pub type ResumingFn = std::sync::Arc<dyn Fn(&std::path::Path) + Send + Sync>;
 
 /// Called with a stored session's handle when its actor starts.
 pub type LoadedFn = std::sync::Arc<dyn Fn(&SessionHandle) + Send + Sync>;
@@ -59,6 +66,28 @@ impl SessionManager {
             tracker: TaskTracker::new(),
             cancel: CancellationToken::new(),
             on_loaded: Mutex::new(None),
+            on_resuming: Mutex::new(None),
+        }
+    }
+
+    /// From now on, `hook` is told of each stored session's workspace
+    /// before its actor starts (`resuming`).
+    pub fn on_resuming(&self, hook: ResumingFn) {
+        *self.on_resuming.lock().unwrap_or_else(|e| e.into_inner()) = Some(hook);
+    }
+
+    /// A stored session is about to be loaded again: its workspace's MCP
+    /// servers are started (or found running) now, so the first prompt
+    /// waits for them as a new session's does. Call before the actor
+    /// starts (outside the map's lock).
+    fn resuming(&self, record: &SessionRecord) {
+        let hook = self
+            .on_resuming
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(hook) = hook {
+            hook(std::path::Path::new(&record.cwd));
         }
     }
 
@@ -187,6 +216,11 @@ impl SessionManager {
         } else {
             StartReason::Resume
         };
+        // After a restart the workspace's servers start before the actor,
+        // so its first prompt waits for them; an idle reload's are running.
+        if reason == StartReason::Resume {
+            self.resuming(&record);
+        }
         self.start(record, None, reason)
     }
 

@@ -492,7 +492,7 @@ impl Actor {
             servers,
             bound: MCP_WAIT,
             tools: std::sync::Mutex::new(Box::pin(async move {
-                discovery.wait_attempted(&names, MCP_WAIT).await;
+                discovery.wait_attempted(&root, &names, MCP_WAIT).await;
                 crate::tools::declarations::declarations_in(&registry, &root, |tool| {
                     crate::policy::shows_tool(&engine, tool, mode, interactive)
                 })

@@ -23,4 +23,4 @@ pub use contract::{
     ToolDisplay, ToolError, ToolErrorKind, ToolInvocation, ToolKind, ToolLocation, ToolResult,
     ToolSettings, ToolSource,
 };
-pub use registry::ToolRegistry;
+pub use registry::{McpViewTools, ToolRegistry};

@@ -1,5 +1,12 @@
 //! MCP servers: one warm connection per configured server, shared by every
-//! session, with its tools in the registry.
+//! session that sees it, with its tools in the registry.
+//!
+//! Servers are keyed by (scope, name): the user's and the extensions'
+//! servers (one of each name: the user's wins) are seen by every session;
+//! a workspace's servers by its own sessions, over a user or extension
+//! server of the same name (0.61's merge of the workspace over the user
+//! layer), so two workspaces may each have a server `db`. Each session's
+//! view of the servers is named on its own (`sync_registry`).
 //!
 //! Naming (seed 000 `asFullyQualifiedTool`): a tool is registered under its
 //! bare name unless a non-MCP tool or a server earlier in name order already
@@ -23,7 +30,8 @@ pub mod sse;
 pub mod stdio;
 pub mod tool;
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -33,7 +41,16 @@ use tokio_util::task::TaskTracker;
 use self::server::{Events, Server, ServerSnapshot, Status};
 use self::tool::{McpTool, qualified_name};
 use super::settings::ServerConfig;
-use crate::tools::{Tool, ToolRegistry, ToolSource};
+use crate::tools::{McpViewTools, Tool, ToolRegistry};
+
+/// A server's key: its settings scope (`user`, `extensions`,
+/// `workspace:<root>`) and its name.
+pub type ServerKey = (String, String);
+
+/// The workspace root of a `workspace:<root>` scope.
+pub fn scope_root(scope: &str) -> Option<&Path> {
+    scope.strip_prefix("workspace:").map(Path::new)
+}
 
 /// Receives `(server, scope, status, message)` on each status change that
 /// is news for sessions (`announce.rs`); `scope` is the server's settings
@@ -42,7 +59,9 @@ pub type StatusFn = Arc<dyn Fn(&str, &str, &str, Option<&str>) + Send + Sync>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum McpError {
-    #[error("no MCP server named {0:?}")]
+    /// No such server, or a name more than one scope has (the message
+    /// lists them).
+    #[error("{0}")]
     UnknownServer(String),
     #[error("{0}")]
     OAuth(#[from] oauth::OAuthError),
@@ -50,11 +69,43 @@ pub enum McpError {
     Call(#[from] crate::tools::ToolError),
 }
 
+/// Where the extensions' servers are enabled: each server's extension's
+/// overrides (`extensions::enabled_by`), and the user's home, which
+/// decides for what no workspace decides (the shared view).
+#[derive(Default, Clone)]
+pub struct Enablement {
+    pub home: PathBuf,
+    /// Server name -> its extension's overrides.
+    pub overrides: BTreeMap<String, Vec<String>>,
+}
+
+impl Enablement {
+    /// Whether `server` (of scope `scope`) is seen from `dir` (`None`:
+    /// the home).
+    fn shows(&self, scope: &str, server: &str, dir: Option<&Path>) -> bool {
+        if scope != crate::discovery::EXTENSION_SCOPE {
+            return true;
+        }
+        let dir = dir.unwrap_or(&self.home);
+        self.overrides
+            .get(server)
+            .is_none_or(|o| crate::extensions::enabled_by(o, dir))
+    }
+
+    /// Whether some extension server is enabled differently at `dir` than
+    /// at home (a workspace that then needs a view of its own).
+    fn differs(&self, dir: &Path) -> bool {
+        self.overrides.values().any(|o| {
+            crate::extensions::enabled_by(o, dir) != crate::extensions::enabled_by(o, &self.home)
+        })
+    }
+}
+
 pub struct McpManager {
     registry: Arc<ToolRegistry>,
-    servers: Mutex<BTreeMap<String, Arc<Server>>>,
+    servers: Mutex<BTreeMap<ServerKey, Arc<Server>>>,
     /// Each server's own stop: a changed or removed entry stops only it.
-    stops: Mutex<BTreeMap<String, CancellationToken>>,
+    stops: Mutex<BTreeMap<ServerKey, CancellationToken>>,
     on_status: StatusFn,
     announcements: announce::Announcements,
     stop: CancellationToken,
@@ -63,6 +114,9 @@ pub struct McpManager {
     sync: Mutex<()>,
     /// OAuth tokens of every server, shared by every session.
     tokens: Arc<oauth::TokenStore>,
+    /// Where each extension server is enabled (0.61's enablement file, per
+    /// directory): a session sees it only where it is.
+    enablement: Mutex<Enablement>,
     /// The workspace roots sessions opened (what servers' `roots/list`
     /// answers, `roots.rs`).
     open_roots: tokio::sync::watch::Sender<Arc<roots::Opened>>,
@@ -75,7 +129,10 @@ impl Events for Relay {
     fn status(&self, server: &str, scope: &str, status: Status, message: Option<&str>) {
         if let Some(m) = self.0.upgrade() {
             tracing::info!(server, status = status.as_str(), message, "mcp server");
-            if !m.announcements.is_news(server, status.as_str()) {
+            if !m
+                .announcements
+                .is_news(&format!("{scope}/{server}"), status.as_str())
+            {
                 return;
             }
             (m.on_status)(server, scope, status.as_str(), message);
@@ -106,6 +163,7 @@ impl McpManager {
             tasks: TaskTracker::new(),
             sync: Mutex::new(()),
             open_roots: tokio::sync::watch::Sender::new(Arc::default()),
+            enablement: Mutex::new(Enablement::default()),
         });
         for tool in resource_tools::tools(&manager) {
             if let Err(problem) = registry.register(tool) {
@@ -115,49 +173,112 @@ impl McpManager {
         manager
     }
 
-    fn server(&self, name: &str) -> Result<Arc<Server>, McpError> {
+    /// The server `name` (of `scope` when given). A name more than one
+    /// scope has needs the scope: the error lists them.
+    pub fn server(&self, name: &str, scope: Option<&str>) -> Result<Arc<Server>, McpError> {
+        let servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(scope) = scope {
+            return servers
+                .get(&(scope.to_owned(), name.to_owned()))
+                .cloned()
+                .ok_or_else(|| {
+                    McpError::UnknownServer(format!(
+                        "no MCP server named {name:?} in scope {scope:?}"
+                    ))
+                });
+        }
+        let found: Vec<&Arc<Server>> = servers
+            .iter()
+            .filter(|((_, n), _)| n == name)
+            .map(|(_, s)| s)
+            .collect();
+        match found.as_slice() {
+            [] => Err(McpError::UnknownServer(format!(
+                "no MCP server named {name:?}"
+            ))),
+            [one] => Ok((*one).clone()),
+            many => Err(McpError::UnknownServer(format!(
+                "more than one MCP server is named {name:?}; say which with its scope: {}",
+                many.iter()
+                    .map(|s| s.config.scope.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
+        }
+    }
+
+    /// The servers a session rooted at `root` sees, in name order: the
+    /// shared ones (user, extensions) it does not override and its
+    /// workspace's own. `None`: the shared ones only.
+    pub fn view(&self, root: Option<&Path>) -> Vec<Arc<Server>> {
+        view_of(&self.servers(), root, &self.enablement())
+    }
+
+    fn enablement(&self) -> Enablement {
+        self.enablement
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Where the extensions' servers are enabled from now on; the views
+    /// are named again.
+    pub fn set_enablement(&self, enablement: Enablement) {
+        *self.enablement.lock().unwrap_or_else(|e| e.into_inner()) = enablement;
+        self.sync_registry();
+    }
+
+    /// Whether the workspace at `root` has a server `name` of its own
+    /// (which its sessions see instead of a shared one of that name).
+    pub fn overrides(&self, root: &Path, name: &str) -> bool {
+        let scope = format!("workspace:{}", root.display());
         self.servers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(name)
-            .cloned()
-            .ok_or_else(|| McpError::UnknownServer(name.to_owned()))
+            .contains_key(&(scope, name.to_owned()))
+    }
+
+    /// `name` as a session rooted at `root` sees it (every server when
+    /// `root` is `None`, where a name more than one scope has is an error).
+    fn server_in(&self, name: &str, root: Option<&Path>) -> Result<Arc<Server>, McpError> {
+        match root {
+            None => self.server(name, None),
+            Some(root) => self
+                .view(Some(root))
+                .into_iter()
+                .find(|s| s.name() == name)
+                .ok_or_else(|| {
+                    McpError::UnknownServer(format!(
+                        "no MCP server named {name:?} for {}",
+                        root.display()
+                    ))
+                }),
+        }
     }
 
     /// The resources of every server (or of `server`), in server order.
     pub fn resources(&self, server: Option<&str>) -> Vec<resources::Listed> {
-        self.servers()
-            .iter()
-            .filter(|s| server.is_none_or(|name| s.name() == name))
-            .flat_map(|s| {
-                s.resources().into_iter().map(|resource| resources::Listed {
-                    server: s.name().to_owned(),
-                    resource,
-                })
-            })
-            .collect()
+        listed(&self.servers(), server, |s| s.resources())
+    }
+
+    /// The resources of the servers a session rooted at `root` sees.
+    pub fn resources_in(&self, root: &Path, server: Option<&str>) -> Vec<resources::Listed> {
+        listed(&self.view(Some(root)), server, |s| s.resources())
     }
 
     /// The resource templates of every server (or of `server`).
     pub fn resource_templates(&self, server: Option<&str>) -> Vec<resources::Listed> {
-        self.servers()
-            .iter()
-            .filter(|s| server.is_none_or(|name| s.name() == name))
-            .flat_map(|s| {
-                s.resource_templates()
-                    .into_iter()
-                    .map(|resource| resources::Listed {
-                        server: s.name().to_owned(),
-                        resource,
-                    })
-            })
-            .collect()
+        listed(&self.servers(), server, |s| s.resource_templates())
     }
 
     /// A listed resource by `server:uri` first, then by its bare URI (as
-    /// 0.61 finds them).
-    pub fn find_resource(&self, uri: &str) -> Option<resources::Listed> {
-        let all = self.resources(None);
+    /// 0.61 finds them), among the servers a session rooted at `root`
+    /// sees (every server when `None`).
+    pub fn find_resource(&self, uri: &str, root: Option<&Path>) -> Option<resources::Listed> {
+        let all = match root {
+            Some(root) => self.resources_in(root, None),
+            None => self.resources(None),
+        };
         all.iter()
             .find(|r| {
                 uri.strip_prefix(r.server.as_str())
@@ -175,7 +296,20 @@ impl McpManager {
         server: &str,
         uri: &str,
     ) -> Result<serde_json::Value, McpError> {
-        Ok(self.server(server)?.read_resource(uri).await?)
+        Ok(self.server_in(server, None)?.read_resource(uri).await?)
+    }
+
+    /// `read_resource` on `server` as a session rooted at `root` sees it.
+    pub async fn read_resource_in(
+        &self,
+        root: &Path,
+        server: &str,
+        uri: &str,
+    ) -> Result<serde_json::Value, McpError> {
+        Ok(self
+            .server_in(server, Some(root))?
+            .read_resource(uri)
+            .await?)
     }
 
     /// `prompts/get` of `name` on `server` with `arguments`: the answer as
@@ -186,7 +320,10 @@ impl McpManager {
         name: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> Result<serde_json::Value, McpError> {
-        Ok(self.server(server)?.get_prompt(name, arguments).await?)
+        Ok(self
+            .server_in(server, None)?
+            .get_prompt(name, arguments)
+            .await?)
     }
 
     /// `resources/read` of `uri` on `server` as parts for a prompt (what an
@@ -209,13 +346,23 @@ impl McpManager {
             .collect()
     }
 
-    /// Starts a connection task for each server not configured yet (a name
-    /// already taken keeps its first configuration). Needs a runtime.
+    /// Starts a connection task for each server not configured yet. A
+    /// key already taken keeps its first configuration, and so does a
+    /// shared name (a user or extension server): a workspace's server may
+    /// have the name of a shared one, or of another workspace's. Needs a
+    /// runtime.
     pub fn add(self: &Arc<Self>, configs: Vec<ServerConfig>) -> Vec<String> {
         let mut ignored = Vec::new();
         for config in configs {
+            let key = (config.scope.clone(), config.name.clone());
             let mut servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
-            if servers.contains_key(&config.name) {
+            let shared = scope_root(&config.scope).is_none();
+            let taken = servers.contains_key(&key)
+                || (shared
+                    && servers
+                        .keys()
+                        .any(|(scope, name)| *name == config.name && scope_root(scope).is_none()));
+            if taken {
                 ignored.push(format!(
                     "MCP server {} ({}) ignored: the name is already configured",
                     config.name, config.scope
@@ -223,24 +370,25 @@ impl McpManager {
                 continue;
             }
             let server = Server::new(config, self.tokens.clone(), self.open_roots.subscribe());
-            servers.insert(server.name().to_owned(), server.clone());
+            servers.insert(key.clone(), server.clone());
             drop(servers);
             let stop = self.stop.child_token();
             self.stops
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
-                .insert(server.name().to_owned(), stop.clone());
+                .insert(key, stop.clone());
             let relay: Arc<dyn Events> = Arc::new(Relay(Arc::downgrade(self)));
             self.tasks.spawn(server.run(relay, stop));
         }
         ignored
     }
 
-    /// Makes the servers of `scope` (`user`, `workspace:<root>`) exactly
-    /// `configs`: a server whose entry is unchanged is left alone (its
-    /// running calls go on), one whose entry changed is stopped and started
-    /// again, one no longer listed is stopped and its tools leave the
-    /// registry, a new one is started. Returns the problems of `add`.
+    /// Makes the servers of `scope` (`user`, `extensions`,
+    /// `workspace:<root>`) exactly `configs`: a server whose entry is
+    /// unchanged is left alone (its running calls go on), one whose entry
+    /// changed is stopped and started again, one no longer listed is
+    /// stopped and its tools leave the registry, a new one is started.
+    /// Returns the problems of `add`.
     pub fn reconcile(self: &Arc<Self>, scope: &str, configs: Vec<ServerConfig>) -> Vec<String> {
         let mut wanted: BTreeMap<String, ServerConfig> =
             configs.into_iter().map(|c| (c.name.clone(), c)).collect();
@@ -248,39 +396,35 @@ impl McpManager {
         {
             let mut servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
             let mut stops = self.stops.lock().unwrap_or_else(|e| e.into_inner());
-            let ours: Vec<String> = servers
-                .iter()
-                .filter(|(_, s)| s.config.scope == scope)
-                .map(|(name, _)| name.clone())
+            let ours: Vec<ServerKey> = servers
+                .keys()
+                .filter(|(s, _)| s == scope)
+                .cloned()
                 .collect();
-            for name in ours {
+            for key in ours {
                 let unchanged = servers
-                    .get(&name)
-                    .is_some_and(|s| wanted.get(&name) == Some(&s.config));
+                    .get(&key)
+                    .is_some_and(|s| wanted.get(&key.1) == Some(&s.config));
                 if unchanged {
-                    wanted.remove(&name);
+                    wanted.remove(&key.1);
                     continue;
                 }
-                servers.remove(&name);
-                if let Some(stop) = stops.remove(&name) {
+                servers.remove(&key);
+                if let Some(stop) = stops.remove(&key) {
                     stop.cancel();
                 }
-                stopped.push(name);
+                stopped.push(key.1);
             }
         }
         for name in &stopped {
             tracing::info!(server = %name, scope, "mcp server stopped: its settings entry changed or went away");
-            // Told to the sessions that saw it; a removed server is then
-            // forgotten (a restarted one keeps its workspace).
+            // Told to the sessions that saw it.
             (self.on_status)(
                 name,
                 scope,
                 "disconnected",
                 Some("its settings entry changed or was removed"),
             );
-            if !wanted.contains_key(name) {
-                self.registry.set_server_scope(name, None);
-            }
         }
         if !stopped.is_empty() {
             self.sync_registry();
@@ -292,7 +436,7 @@ impl McpManager {
     /// include directories): servers that follow the open roots are told
     /// when that is news to them.
     pub fn root_opened(&self, root: &std::path::Path, includes: Vec<std::path::PathBuf>) {
-        self.open_roots.send_if_modified(|open| {
+        let news = self.open_roots.send_if_modified(|open| {
             if open.get(root) == Some(&includes) {
                 return false;
             }
@@ -301,6 +445,9 @@ impl McpManager {
             *open = Arc::new(more);
             true
         });
+        if news && self.enablement().differs(root) {
+            self.sync_registry();
+        }
     }
 
     /// The last session in `root` was deleted: it is no longer a root
@@ -329,27 +476,37 @@ impl McpManager {
         }
     }
 
+    /// Every server, by scope then name.
     pub fn list(&self) -> Vec<ServerSnapshot> {
         self.servers().iter().map(|s| s.snapshot()).collect()
     }
 
-    /// Starts an OAuth login for `name`; returns the URL to open.
-    pub async fn begin_login(&self, name: &str) -> Result<String, McpError> {
-        let server = self.server(name)?;
+    /// Starts an OAuth login for `name` (of `scope`); returns the URL to
+    /// open.
+    pub async fn begin_login(&self, name: &str, scope: Option<&str>) -> Result<String, McpError> {
+        let server = self.server(name, scope)?;
         Ok(server.auth.begin_login(&server.config).await?)
     }
 
     /// Waits for the login's redirect, stores the token and reconnects.
-    pub async fn finish_login(&self, name: &str) -> Result<ServerSnapshot, McpError> {
-        let server = self.server(name)?;
+    pub async fn finish_login(
+        &self,
+        name: &str,
+        scope: Option<&str>,
+    ) -> Result<ServerSnapshot, McpError> {
+        let server = self.server(name, scope)?;
         server.auth.finish_login(&server.config).await?;
-        self.restart(name).await
+        self.restart(name, Some(&server.config.scope)).await
     }
 
-    /// Reconnects `name` now; returns its state after the new attempt (or
-    /// after the connect timeout).
-    pub async fn restart(&self, name: &str) -> Result<ServerSnapshot, McpError> {
-        let server = self.server(name)?;
+    /// Reconnects `name` (of `scope`) now; returns its state after the new
+    /// attempt (or after the connect timeout).
+    pub async fn restart(
+        &self,
+        name: &str,
+        scope: Option<&str>,
+    ) -> Result<ServerSnapshot, McpError> {
+        let server = self.server(name, scope)?;
         let mut attempts = server.attempts.subscribe();
         attempts.mark_unchanged();
         server.restart.notify_one();
@@ -358,47 +515,49 @@ impl McpManager {
         Ok(server.snapshot())
     }
 
-    /// Rebuilds the registry's MCP tools from every server's current list.
+    /// Rebuilds the registry's MCP tools from every server's current list:
+    /// the shared view and one view per workspace with servers of its own,
+    /// each named as 0.61 names one project's servers.
     pub fn sync_registry(&self) {
         let _serial = self.sync.lock().unwrap_or_else(|e| e.into_inner());
-        let taken: BTreeSet<String> = self
-            .registry
-            .all()
+        let taken = self.registry.non_mcp_names();
+        let all = self.servers();
+        let enablement = self.enablement();
+        // A view of its own for each workspace with servers of its own or
+        // where an extension's server is enabled otherwise than at home.
+        let mut roots: std::collections::BTreeSet<PathBuf> = all
             .iter()
-            .filter(|t| !matches!(t.tool.source(), ToolSource::Mcp { .. }))
-            .map(|t| t.tool.name().to_owned())
+            .filter_map(|s| scope_root(&s.config.scope).map(Path::to_path_buf))
             .collect();
-        let mut used = taken.clone();
-        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
-        let mut aliases = Vec::new();
-        for server in self.servers() {
-            let mut names = Vec::new();
-            for remote in server.tools() {
-                let qualified = qualified_name(server.name(), &remote.name);
-                let bare = tool::valid_name(&remote.name);
-                let name = if used.contains(&bare) {
-                    qualified.clone()
-                } else {
-                    bare
-                };
-                if used.contains(&name) {
-                    continue;
-                }
-                used.insert(name.clone());
-                if name != qualified {
-                    aliases.push((qualified, name.clone()));
-                }
-                names.push(name.clone());
-                tools.push(Arc::new(McpTool::new(server.clone(), &remote, name)));
-            }
-            server.set_registered(names);
+        let open = self.open_roots.borrow().clone();
+        roots.extend(open.keys().filter(|r| enablement.differs(r)).cloned());
+        let (shared, names) = named_view(&view_of(&all, None, &enablement), &taken);
+        // A shared server's names are those of the shared view.
+        for server in all.iter().filter(|s| scope_root(&s.config.scope).is_none()) {
+            server.set_registered(
+                names
+                    .get(&server.config.scope)
+                    .and_then(|n| n.get(server.name()))
+                    .cloned()
+                    .unwrap_or_default(),
+            );
         }
-        let problems = self.registry.replace_by_source(
-            |source| matches!(source, ToolSource::Mcp { .. }),
-            tools,
-            aliases,
-        );
-        for problem in problems {
+        let mut workspaces = BTreeMap::new();
+        for root in roots {
+            let (view, names) = named_view(&view_of(&all, Some(&root), &enablement), &taken);
+            let scope = format!("workspace:{}", root.display());
+            for server in all.iter().filter(|s| s.config.scope == scope) {
+                server.set_registered(
+                    names
+                        .get(&scope)
+                        .and_then(|n| n.get(server.name()))
+                        .cloned()
+                        .unwrap_or_default(),
+                );
+            }
+            workspaces.insert(root, view);
+        }
+        for problem in self.registry.replace_mcp(shared, workspaces) {
             tracing::warn!(problem = %problem, "MCP tool not registered");
         }
     }
@@ -414,4 +573,80 @@ impl McpManager {
             tracing::warn!("some MCP connections did not close in time");
         }
     }
+}
+
+/// The servers of `all` a session rooted at `root` sees, in name order:
+/// the shared ones whose name its workspace does not have, and its
+/// workspace's own (`None`: the shared ones).
+fn view_of(all: &[Arc<Server>], root: Option<&Path>, enablement: &Enablement) -> Vec<Arc<Server>> {
+    let own = |s: &Arc<Server>| root.is_some_and(|root| scope_root(&s.config.scope) == Some(root));
+    let mut view: Vec<Arc<Server>> = all.iter().filter(|s| own(s)).cloned().collect();
+    for server in all.iter().filter(|s| scope_root(&s.config.scope).is_none()) {
+        if !enablement.shows(&server.config.scope, server.name(), root) {
+            continue;
+        }
+        if !view.iter().any(|v| v.name() == server.name()) {
+            view.push(server.clone());
+        }
+    }
+    view.sort_by(|a, b| a.name().cmp(b.name()));
+    view
+}
+
+/// Registered names per scope, then per server.
+type ViewNames = BTreeMap<String, BTreeMap<String, Vec<String>>>;
+
+/// One view's tools, named: bare unless a non-MCP tool (`taken`) or a
+/// server earlier in name order has the name, then `server__tool`.
+fn named_view(
+    servers: &[Arc<Server>],
+    taken: &std::collections::BTreeSet<String>,
+) -> (McpViewTools, ViewNames) {
+    let mut used = taken.clone();
+    let mut out = McpViewTools::default();
+    let mut registered = ViewNames::new();
+    for server in servers {
+        let mut names = Vec::new();
+        for remote in server.tools() {
+            let qualified = qualified_name(server.name(), &remote.name);
+            let bare = tool::valid_name(&remote.name);
+            let name = if used.contains(&bare) {
+                qualified.clone()
+            } else {
+                bare
+            };
+            if used.contains(&name) {
+                continue;
+            }
+            used.insert(name.clone());
+            if name != qualified {
+                out.aliases.push((qualified, name.clone()));
+            }
+            names.push(name.clone());
+            out.tools
+                .push(Arc::new(McpTool::new(server.clone(), &remote, name)) as Arc<dyn Tool>);
+        }
+        registered
+            .entry(server.config.scope.clone())
+            .or_default()
+            .insert(server.name().to_owned(), names);
+    }
+    (out, registered)
+}
+
+fn listed(
+    servers: &[Arc<Server>],
+    server: Option<&str>,
+    of: impl Fn(&Server) -> Vec<serde_json::Value>,
+) -> Vec<resources::Listed> {
+    servers
+        .iter()
+        .filter(|s| server.is_none_or(|name| s.name() == name))
+        .flat_map(|s| {
+            of(s).into_iter().map(|resource| resources::Listed {
+                server: s.name().to_owned(),
+                resource,
+            })
+        })
+        .collect()
 }

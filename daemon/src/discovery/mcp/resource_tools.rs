@@ -72,13 +72,10 @@ impl Tool for ListResources {
     fn parameter_schema(&self) -> &Value {
         &self.schema
     }
-    fn build(
-        &self,
-        _ctx: &ToolContext,
-        args: &Value,
-    ) -> Result<Box<dyn ToolInvocation>, ToolError> {
+    fn build(&self, ctx: &ToolContext, args: &Value) -> Result<Box<dyn ToolInvocation>, ToolError> {
         Ok(Box::new(ListCall {
             manager: self.manager.clone(),
+            root: ctx.workspace_root.clone(),
             server: args
                 .get("serverName")
                 .and_then(Value::as_str)
@@ -90,6 +87,8 @@ impl Tool for ListResources {
 
 struct ListCall {
     manager: Weak<McpManager>,
+    /// The session's root: its view of the servers.
+    root: std::path::PathBuf,
     server: Option<String>,
 }
 
@@ -114,7 +113,7 @@ impl ToolInvocation for ListCall {
         _output: OutputSink,
     ) -> Result<ToolResult, ToolError> {
         let manager = self.manager.upgrade().ok_or_else(gone)?;
-        let listed = manager.resources(self.server.as_deref());
+        let listed = manager.resources_in(&self.root, self.server.as_deref());
         let text = resources::list_text(&listed, self.server.as_deref());
         let mut result = ToolResult::text(text);
         if !listed.is_empty() {
@@ -147,25 +146,24 @@ impl Tool for ReadResource {
     fn parameter_schema(&self) -> &Value {
         &self.schema
     }
-    fn build(
-        &self,
-        _ctx: &ToolContext,
-        args: &Value,
-    ) -> Result<Box<dyn ToolInvocation>, ToolError> {
+    fn build(&self, ctx: &ToolContext, args: &Value) -> Result<Box<dyn ToolInvocation>, ToolError> {
         let uri = args
             .get("uri")
             .and_then(Value::as_str)
             .filter(|u| !u.is_empty())
             .ok_or_else(|| ToolError::new(ToolErrorKind::InvalidParams, "No URI provided."))?;
         let manager = self.manager.upgrade().ok_or_else(gone)?;
-        let found = manager.find_resource(uri).ok_or_else(|| {
-            ToolError::new(
-                ToolErrorKind::NotFound,
-                format!("Resource not found for URI: {uri}"),
-            )
-        })?;
+        let found = manager
+            .find_resource(uri, Some(&ctx.workspace_root))
+            .ok_or_else(|| {
+                ToolError::new(
+                    ToolErrorKind::NotFound,
+                    format!("Resource not found for URI: {uri}"),
+                )
+            })?;
         Ok(Box::new(ReadCall {
             manager: self.manager.clone(),
+            root: ctx.workspace_root.clone(),
             found,
         }))
     }
@@ -173,6 +171,7 @@ impl Tool for ReadResource {
 
 struct ReadCall {
     manager: Weak<McpManager>,
+    root: std::path::PathBuf,
     found: resources::Listed,
 }
 
@@ -210,7 +209,7 @@ impl ToolInvocation for ReadCall {
         _output: OutputSink,
     ) -> Result<ToolResult, ToolError> {
         let manager = self.manager.upgrade().ok_or_else(gone)?;
-        let read = manager.read_resource(&self.found.server, self.found.uri());
+        let read = manager.read_resource_in(&self.root, &self.found.server, self.found.uri());
         let result = tokio::select! {
             result = read => result,
             () = cancel.cancelled() => {

@@ -1,0 +1,453 @@
+//! Configuration scopes through a real daemon and real MCP servers: two
+//! workspaces may each have a server of the same name (each session calls
+//! its own, the user's server of that name serves the other workspaces),
+//! and `mcp.restart` of a name more than one scope has asks for the scope.
+
+mod peers;
+
+use std::path::{Path, PathBuf};
+
+use geminid_protocol::tool::CallState;
+use geminid_tests::*;
+use peers::*;
+use serde_json::{Value, json};
+
+/// A workspace under the test's directory whose settings are `settings`.
+fn workspace(d: &TestDaemon, name: &str, settings: &Value) -> PathBuf {
+    let root = d.dir.path().join(name);
+    std::fs::create_dir_all(root.join(".gemini")).unwrap();
+    std::fs::write(root.join(".gemini/settings.json"), settings.to_string()).unwrap();
+    std::fs::canonicalize(root).unwrap()
+}
+
+/// An `everything` server whose `get-env` tool tells `WHICH`.
+fn env_server(p: &Path, which: &str) -> Value {
+    json!({"command": everything(p), "includeTools": ["get-env"], "env": {"WHICH": which}})
+}
+
+/// The text a call of `tool` in `session` returned (panics when it failed).
+async fn called(c: &Client, session: &str, tool: &str) -> String {
+    let snap = run(c, session, tool, json!({})).await;
+    assert_eq!(snap.state, CallState::Success, "{tool}: {snap:#?}");
+    result_json(&snap).to_string()
+}
+
+/// Whether `tool` is unknown in `session` (refused or failed, never run).
+async fn unknown(c: &Client, session: &str, tool: &str) -> bool {
+    match c
+        .call_tool(session.into(), tool.into(), Some(json!({})), Some(true))
+        .await
+    {
+        Err(_) => true,
+        Ok(answer) => answer
+            .outcome
+            .is_some_and(|s| s.state != CallState::Success && s.result.is_none()),
+    }
+}
+
+fn scopes_of(list: &geminid_protocol::mcp::McpList, name: &str) -> Vec<String> {
+    list.servers
+        .iter()
+        .filter(|s| s.name == name)
+        .map(|s| s.scope.clone())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_workspaces_each_call_their_own_server_of_the_same_name() {
+    let p = peers();
+    let d = daemon_with_settings(&json!({"mcpServers": {"db": env_server(&p, "from-user")}}));
+    let a = workspace(
+        &d,
+        "a",
+        &json!({"mcpServers": {"db": env_server(&p, "from-a")}}),
+    );
+    let b = workspace(
+        &d,
+        "b",
+        &json!({"mcpServers": {"db": env_server(&p, "from-b")}}),
+    );
+    let plain = workspace(&d, "plain", &json!({}));
+    let c = d.client().await;
+    let in_a = yolo_session(&c, &a).await;
+    let in_b = yolo_session(&c, &b).await;
+    let in_plain = yolo_session(&c, &plain).await;
+    let list = wait_list(&c, 60, |l| {
+        l.servers
+            .iter()
+            .filter(|s| s.name == "db" && s.status == "connected")
+            .count()
+            == 3
+    })
+    .await;
+    let mut scopes = scopes_of(&list, "db");
+    scopes.sort();
+    assert_eq!(
+        scopes,
+        [
+            "user".to_owned(),
+            format!("workspace:{}", a.display()),
+            format!("workspace:{}", b.display()),
+        ],
+        "mcp list shows each db with its scope"
+    );
+
+    // Bare and qualified, each session reaches its own `db`.
+    for (session, which) in [
+        (&in_a, "from-a"),
+        (&in_b, "from-b"),
+        (&in_plain, "from-user"),
+    ] {
+        for tool in ["get-env", "db__get-env"] {
+            let text = called(&c, session, tool).await;
+            assert!(text.contains(which), "{tool} in {session}: {text}");
+            for other in ["from-a", "from-b", "from-user"] {
+                if other != which {
+                    assert!(!text.contains(other), "{tool} in {session} reached {other}");
+                }
+            }
+        }
+    }
+    // Each session is told one `get-env`, its own.
+    for session in [&in_a, &in_b, &in_plain] {
+        let tools = c.list_tools(Some(session.clone())).await.unwrap();
+        let env_tools = tools.iter().filter(|t| t.name == "get-env").count();
+        assert_eq!(env_tools, 1, "{session}");
+    }
+
+    // A restart by a name three scopes have asks which.
+    let err = c
+        .restart_mcp("db".into(), None)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("user") && err.contains(&a.display().to_string()),
+        "the error lists the scopes: {err}"
+    );
+    let scope_a = format!("workspace:{}", a.display());
+    let restarted = c
+        .restart_mcp("db".into(), Some(scope_a.clone()))
+        .await
+        .unwrap();
+    assert_eq!(restarted.scope, scope_a);
+    assert_eq!(restarted.status, "connected");
+    let text = called(&c, &in_a, "get-env").await;
+    assert!(text.contains("from-a"), "{text}");
+
+    // Workspace b's server goes from its settings: b's sessions fall back
+    // to the user's `db`, a's keep their own.
+    std::fs::write(b.join(".gemini/settings.json"), "{}").unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        // While b's server stops, a call may find it gone: not yet.
+        let snap = run(&c, &in_b, "get-env", json!({})).await;
+        let text = snap.result.as_ref().map(|_| result_json(&snap).to_string());
+        if snap.state == CallState::Success
+            && text.as_deref().is_some_and(|t| t.contains("from-user"))
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "b still sees its old db: {snap:#?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let text = called(&c, &in_a, "get-env").await;
+    assert!(text.contains("from-a"), "{text}");
+    assert!(!unknown(&c, &in_b, "db__get-env").await);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workspace_server_is_not_reachable_from_another_workspace() {
+    let p = peers();
+    let d = daemon_with_settings(&json!({}));
+    let a = workspace(
+        &d,
+        "a",
+        &json!({"mcpServers": {"db": env_server(&p, "from-a")}}),
+    );
+    let plain = workspace(&d, "plain", &json!({}));
+    let c = d.client().await;
+    let in_a = yolo_session(&c, &a).await;
+    let in_plain = yolo_session(&c, &plain).await;
+    connected(&c, &["db"]).await;
+    let text = called(&c, &in_a, "get-env").await;
+    assert!(text.contains("from-a"), "{text}");
+    assert!(unknown(&c, &in_plain, "get-env").await);
+    assert!(unknown(&c, &in_plain, "db__get-env").await);
+}
+
+fn install_extension(home: &Path, name: &str, manifest: &Value) {
+    let dir = home.join(".gemini/extensions").join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("gemini-extension.json"), manifest.to_string()).unwrap();
+}
+
+async fn listed(c: &Client, session: &str) -> Vec<String> {
+    c.list_tools(Some(session.to_owned()))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn extensions_follow_their_enablement_in_each_workspace() {
+    let p = peers();
+    let mut d = TestDaemon::prepared(&[]);
+    let home = d.home();
+    let a = workspace(&d, "a", &json!({}));
+    let b = workspace(&d, "b", &json!({}));
+    let plain = workspace(&d, "plain", &json!({}));
+    // `only-b` is enabled in b alone; `not-a` everywhere but a.
+    install_extension(
+        &home,
+        "only-b",
+        &json!({"name": "only-b", "excludeTools": ["web_fetch"],
+                "mcpServers": {"bsrv": env_server(&p, "ext-b")}}),
+    );
+    install_extension(
+        &home,
+        "not-a",
+        &json!({"name": "not-a", "excludeTools": ["glob"],
+                "mcpServers": {"asrv": {"command": everything(&p), "includeTools": ["echo"]}}}),
+    );
+    std::fs::write(
+        home.join(".gemini/extensions/extension-enablement.json"),
+        json!({
+            "only-b": {"overrides": ["!/*", format!("{}/*", b.display())]},
+            "not-a": {"overrides": [format!("!{}/*", a.display())]}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    d.spawn();
+    let c = d.client().await;
+    let in_a = yolo_session(&c, &a).await;
+    let in_b = yolo_session(&c, &b).await;
+    let in_plain = yolo_session(&c, &plain).await;
+    connected(&c, &["bsrv", "asrv"]).await;
+
+    let text = called(&c, &in_b, "get-env").await;
+    assert!(text.contains("ext-b"), "{text}");
+    assert!(unknown(&c, &in_a, "get-env").await);
+    assert!(unknown(&c, &in_plain, "bsrv__get-env").await);
+    assert!(unknown(&c, &in_a, "echo").await);
+    let echoed = run(&c, &in_plain, "echo", json!({"message": "hi"})).await;
+    assert_eq!(echoed.state, CallState::Success, "{echoed:#?}");
+
+    let (in_a_tools, in_b_tools, plain_tools) = (
+        listed(&c, &in_a).await,
+        listed(&c, &in_b).await,
+        listed(&c, &in_plain).await,
+    );
+    let has = |l: &[String], n: &str| l.iter().any(|t| t == n);
+    // excludeTools of an extension apply where it is enabled.
+    assert!(
+        has(&in_a_tools, "glob") && has(&in_a_tools, "web_fetch"),
+        "{in_a_tools:?}"
+    );
+    assert!(
+        !has(&in_b_tools, "glob") && !has(&in_b_tools, "web_fetch"),
+        "{in_b_tools:?}"
+    );
+    assert!(
+        !has(&plain_tools, "glob") && has(&plain_tools, "web_fetch"),
+        "{plain_tools:?}"
+    );
+    let refused = run(
+        &c,
+        &in_b,
+        "web_fetch",
+        json!({"prompt": "https://example.com"}),
+    )
+    .await;
+    assert_eq!(refused.error.map(|e| e.kind).as_deref(), Some("denied"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_right_after_a_restart_waits_for_its_workspace_servers() {
+    use geminid_protocol::EventPayload;
+    use geminid_tests::fake_model::{FakeModel, gemini};
+    let p = peers();
+    let fake = FakeModel::scripted(vec![
+        gemini::call_reply(&[("echo", json!({"message": "after the restart"}))]),
+        gemini::answer(&["done"]),
+    ])
+    .await;
+    let mut d = TestDaemon::prepared(&[
+        ("GEMINI_API_KEY", "test-key"),
+        ("GOOGLE_GEMINI_BASE_URL", fake.base_url.as_str()),
+        ("GEMINI_MODEL", "gemini-2.5-flash"),
+    ]);
+    let ws = workspace(
+        &d,
+        "ws",
+        &json!({"mcpServers": {"ws": {"command": everything(&p), "includeTools": ["echo"]}}}),
+    );
+    d.spawn();
+    let c = d.client().await;
+    let sid = yolo_session(&c, &ws).await;
+    connected(&c, &["ws"]).await;
+    drop(c);
+    assert_eq!(d.terminate(), Some(0));
+    d.spawn();
+    let c = d.client().await;
+    // The first request after the restart is the prompt itself.
+    let turn = c
+        .prompt(sid.clone(), "echo something".into())
+        .await
+        .unwrap()
+        .turn_id;
+    let mut sub = c.subscribe_session(sid.clone(), None).await.unwrap();
+    let events = collect_until(
+        &mut sub,
+        |e| matches!(&e.payload, EventPayload::TurnFinished { turn_id, .. } if *turn_id == turn),
+    )
+    .await;
+    let call = events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.payload {
+            EventPayload::ToolCall(s) if s.state.is_terminal() && s.name == "echo" => {
+                Some((**s).clone())
+            }
+            _ => None,
+        })
+        .expect("the echo call");
+    assert_eq!(call.state, CallState::Success, "{call:#?}");
+    let first = &fake.seen()[0].body;
+    let told: Vec<&str> = first["tools"][0]["functionDeclarations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["name"].as_str())
+        .collect();
+    assert!(told.contains(&"echo"), "the model was not told: {told:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_extension_s_settings_reach_its_servers_from_its_env_file() {
+    let p = peers();
+    let mut d = TestDaemon::prepared(&[]);
+    let home = d.home();
+    install_extension(
+        &home,
+        "keyed",
+        &json!({"name": "keyed",
+                "settings": [
+                    {"name": "API key", "envVar": "EXT_API_KEY", "sensitive": false},
+                    {"name": "Mode", "envVar": "EXT_MODE"}
+                ],
+                "mcpServers": {"keyed-srv": {"command": everything(&p),
+                    "includeTools": ["get-env"], "env": {"EXT_MODE": "from-entry"}}}}),
+    );
+    std::fs::write(
+        home.join(".gemini/extensions/keyed/.env"),
+        "EXT_API_KEY=ext-secret-value\nEXT_MODE=from-dotenv\nUNDECLARED_VAR=not-declared\n",
+    )
+    .unwrap();
+    d.spawn();
+    let c = d.client().await;
+    let session = yolo_session(&c, &d.workspace).await;
+    connected(&c, &["keyed-srv"]).await;
+    let text = called(&c, &session, "get-env").await;
+    assert!(
+        text.contains("ext-secret-value"),
+        "a declared setting: {text}"
+    );
+    assert!(text.contains("from-entry"), "the entry's env wins: {text}");
+    assert!(!text.contains("from-dotenv"), "{text}");
+    assert!(
+        !text.contains("not-declared"),
+        "only declared settings: {text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workspace_s_own_excluded_env_vars_apply_to_its_children() {
+    let d = TestDaemon::start();
+    let strict = workspace(
+        &d,
+        "strict",
+        &json!({"advanced": {"excludedEnvVars": ["GEMINID_WS_EXCLUDED"]}}),
+    );
+    let lax = workspace(&d, "lax", &json!({}));
+    for root in [&strict, &lax] {
+        std::fs::write(
+            root.join(".env"),
+            "GEMINID_WS_EXCLUDED=leaked\nGEMINID_WS_KEPT=kept\nDEBUG=1\n",
+        )
+        .unwrap();
+    }
+    let c = d.client().await;
+    let probe = json!({"command":
+        "echo \"X=${GEMINID_WS_EXCLUDED:-none} K=${GEMINID_WS_KEPT:-none} D=${DEBUG:-none}\""});
+    let in_strict = yolo_session(&c, &strict).await;
+    let in_lax = yolo_session(&c, &lax).await;
+    let text = called_with(&c, &in_strict, "run_shell_command", probe.clone()).await;
+    assert!(text.contains("X=none"), "its own exclusion: {text}");
+    assert!(text.contains("K=kept"), "{text}");
+    assert!(
+        text.contains("D=none"),
+        "the user's (default) ones still: {text}"
+    );
+    let text = called_with(&c, &in_lax, "run_shell_command", probe).await;
+    assert!(
+        text.contains("X=leaked"),
+        "another workspace is untouched: {text}"
+    );
+}
+
+async fn called_with(c: &Client, session: &str, tool: &str, args: Value) -> String {
+    let snap = run(c, session, tool, args).await;
+    assert_eq!(snap.state, CallState::Success, "{tool}: {snap:#?}");
+    result_json(&snap).to_string()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hooks_get_their_workspace_s_env_file_sanitized() {
+    let mut d = TestDaemon::prepared(&[]);
+    let out = d.dir.path().join("hook-env.txt");
+    let command = format!(
+        "echo \"P=${{GEMINID_HOOK_PROBE:-none}} K=${{MY_API_TOKEN:-none}} D=${{DEBUG:-none}}\" >> '{}'",
+        out.display()
+    );
+    let gemini = d.home().join(".gemini");
+    std::fs::create_dir_all(&gemini).unwrap();
+    std::fs::write(
+        gemini.join("settings.json"),
+        json!({"hooks": {"BeforeTool": [{"matcher": ".*",
+            "hooks": [{"type": "command", "command": command}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let ws = workspace(&d, "ws", &json!({}));
+    std::fs::write(
+        ws.join(".env"),
+        "GEMINID_HOOK_PROBE=from-ws\nMY_API_TOKEN=sekrit\nDEBUG=1\n",
+    )
+    .unwrap();
+    std::fs::write(ws.join("a.txt"), "x").unwrap();
+    d.spawn();
+    let c = d.client().await;
+    let session = yolo_session(&c, &ws).await;
+    let read = run(
+        &c,
+        &session,
+        "read_file",
+        json!({"absolute_path": ws.join("a.txt")}),
+    )
+    .await;
+    assert_eq!(read.state, CallState::Success, "{read:#?}");
+    let text = std::fs::read_to_string(&out).expect("the hook ran before the call");
+    assert!(text.contains("P=from-ws"), "the workspace's .env: {text}");
+    assert!(text.contains("K=none"), "secrets stay out: {text}");
+    assert!(
+        text.contains("D=none"),
+        "excluded from a project file: {text}"
+    );
+}
