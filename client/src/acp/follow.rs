@@ -320,7 +320,7 @@ impl Follower {
             };
             let outcome = convert::permission_outcome(&answer);
             if let Err(e) = client
-                .confirm_tool(session_id, call_id, outcome, None)
+                .confirm_answer(session_id, call_id, outcome, None, None, None)
                 .await
             {
                 eprintln!("gemctl acp: tool.confirm failed: {}", daemon_error(&e).1);

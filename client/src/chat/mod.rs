@@ -36,6 +36,7 @@ use crate::Client;
 use crate::answers::{self, Answer};
 use crate::command::{Ctx, Failure, Outcome, exit};
 use confirm::{Change, Confirmations};
+use geminid_protocol::tool::ConfirmationOutcome as Reply;
 use render::View;
 use screen::Screen;
 use style::Style;
@@ -137,6 +138,7 @@ pub async fn chat(ctx: &Ctx, args: ChatArgs) -> Outcome {
         caught_up: args.session.is_none(),
         history_end: session.last_seq,
         leave_armed: false,
+        feedback_for: None,
     };
     chat.banner(&session);
 
@@ -229,6 +231,8 @@ struct Chat<'a> {
     history_end: u64,
     /// Ctrl-C was pressed with nothing running: another one leaves.
     leave_armed: bool,
+    /// The plan rejected here whose feedback the next line is.
+    feedback_for: Option<String>,
 }
 
 impl Chat<'_> {
@@ -264,6 +268,20 @@ impl Chat<'_> {
         let trimmed = text.trim();
         if let Some(command) = commands::parse(trimmed) {
             return self.command(command).await;
+        }
+        if let Some(call_id) = self.feedback_for.take() {
+            // Answered elsewhere meanwhile: the line is a prompt again.
+            if let Some(call) = self
+                .confirm
+                .asking()
+                .filter(|c| c.call_id == call_id)
+                .cloned()
+            {
+                let feedback = Some(trimmed.to_owned()).filter(|f| !f.is_empty());
+                self.send_answer(&call, Reply::Cancel, None, feedback, None)
+                    .await?;
+                return Ok(Flow::Go);
+            }
         }
         if let Some(call) = self.confirm.asking().cloned() {
             match answers::parse(&call, trimmed) {
@@ -354,9 +372,16 @@ impl Chat<'_> {
         answer: Answer,
     ) -> Result<(), Failure> {
         let s = self.style();
-        let outcome = match answer {
-            Answer::Outcome(outcome) => outcome,
-            Answer::Edit => geminid_protocol::tool::ConfirmationOutcome::ModifyWithEditor,
+        let (outcome, mode) = match answer {
+            Answer::Outcome(outcome) => (outcome, None),
+            Answer::Edit => (Reply::ModifyWithEditor, None),
+            Answer::ApprovePlan(mode) => (Reply::ProceedOnce, Some(mode)),
+            Answer::RejectPlan => {
+                self.feedback_for = Some(call.call_id.clone());
+                self.view
+                    .print(&s.yellow(answers::FEEDBACK_QUESTION.trim_end()));
+                return Ok(());
+            }
         };
         let modified = if answer == Answer::Edit {
             let args = call.args.clone();
@@ -377,14 +402,29 @@ impl Chat<'_> {
         } else {
             None
         };
+        self.send_answer(call, outcome, modified, None, mode).await
+    }
+
+    /// Sends an answer to the call being asked about, then asks the next.
+    async fn send_answer(
+        &mut self,
+        call: &geminid_protocol::tool::ToolCallSnapshot,
+        outcome: Reply,
+        modified: Option<serde_json::Value>,
+        feedback: Option<String>,
+        mode: Option<geminid_protocol::session::ApprovalMode>,
+    ) -> Result<(), Failure> {
+        let s = self.style();
         self.confirm.answering(&call.call_id);
         match self
             .client
-            .confirm_tool(
+            .confirm_answer(
                 self.session_id.clone(),
                 call.call_id.clone(),
                 outcome,
                 modified,
+                feedback,
+                mode,
             )
             .await
         {

@@ -216,6 +216,7 @@ fn decisions() {
             root: Path::new(ws),
             mode: ApprovalMode::Yolo,
             interactive,
+            plans: None,
         };
         let got = g.check(&facts, decision);
         let got = got.as_ref().map(|v| (v.decision, v.source));
@@ -238,6 +239,7 @@ fn explanations_say_why() {
         root: Path::new("/b/home"),
         mode: ApprovalMode::AutoEdit,
         interactive: false,
+        plans: None,
     };
     let v = g.check(&facts, Decision::Allow).unwrap();
     let text = v.explain();
@@ -278,6 +280,7 @@ fn editor_configuration_asks_in_auto_edit() {
             root: Path::new("/w"),
             mode,
             interactive,
+            plans: None,
         };
         g.check(&facts, Decision::Allow)
             .map(|v| (v.decision, v.source))

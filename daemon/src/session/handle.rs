@@ -75,6 +75,10 @@ pub(super) enum Command {
         call_id: String,
         outcome: ConfirmationOutcome,
         modified_args: Option<Value>,
+        /// A person's words with a refusal, and the mode an approved plan
+        /// switches to (`exit_plan_mode`).
+        feedback: Option<String>,
+        plan_mode: Option<ApprovalMode>,
         reply: oneshot::Sender<Result<bool, SessionError>>,
     },
     CancelAll {
@@ -211,11 +215,15 @@ impl SessionHandle {
         call_id: String,
         outcome: ConfirmationOutcome,
         modified_args: Option<Value>,
+        feedback: Option<String>,
+        plan_mode: Option<ApprovalMode>,
     ) -> Result<bool, SessionError> {
         self.ask(|reply| Command::Confirm {
             call_id,
             outcome,
             modified_args,
+            feedback,
+            plan_mode,
             reply,
         })
         .await?
