@@ -70,9 +70,10 @@ pub const CHAT_HELP: &str = "\
 In the chat: type a prompt and Enter. Answer a question with y (yes,
 once), a (yes, for this session), s (yes, every tool of this MCP server),
 p (yes, always: saved to your policy), e (edit the arguments in $EDITOR)
-or n (no). Ctrl-C cancels
+or n (no); a plan with y (approve, ask before edits), a (approve, accept
+edits) or n, then a line of feedback for the model. Ctrl-C cancels
 the running turn; Ctrl-D (or Ctrl-C twice when idle, or /quit) leaves.
-Commands: /mode default|autoEdit|yolo|plan, /memory show, /tools, /mcp,
+Commands: /mode default|autoEdit|yolo|plan, /plan [goal], /memory show, /tools, /mcp,
 /sessions, /quit, /help. History is kept in
 $XDG_STATE_HOME/gemctl/chat_history (~/.local/state/gemctl/chat_history).
 Colours are off with NO_COLOR or when stdout is not a terminal.
@@ -139,13 +140,15 @@ pub async fn chat(ctx: &Ctx, args: ChatArgs) -> Outcome {
         history_end: session.last_seq,
         leave_armed: false,
         feedback_for: None,
+        mode: session.approval_mode,
     };
     chat.banner(&session);
 
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let status = loop {
-        input.read(PROMPT, &style.cyan(PROMPT));
+        let (raw, styled) = prompt_for(chat.mode, style);
+        input.read(&raw, &styled);
         tokio::select! {
             line = input.next() => {
                 let Some(line) = line else { break exit::OK };
@@ -197,6 +200,21 @@ pub async fn chat(ctx: &Ctx, args: ChatArgs) -> Outcome {
     Ok(status)
 }
 
+/// The prompt, led by the approval mode when it is not the default one
+/// (`plan › `), as raw text and styled.
+fn prompt_for(mode: geminid_protocol::session::ApprovalMode, style: Style) -> (String, String) {
+    match mode {
+        geminid_protocol::session::ApprovalMode::Default => (PROMPT.to_owned(), style.cyan(PROMPT)),
+        other => {
+            let lead = format!("{} ", other.as_str());
+            (
+                format!("{lead}{PROMPT}"),
+                format!("{}{}", style.magenta(&lead), style.cyan(PROMPT)),
+            )
+        }
+    }
+}
+
 /// Puts the terminal back as it was (rustyline may be mid-read when the
 /// chat ends because the daemon went away).
 fn restore(saved: Option<&rustix::termios::Termios>) {
@@ -233,6 +251,8 @@ struct Chat<'a> {
     leave_armed: bool,
     /// The plan rejected here whose feedback the next line is.
     feedback_for: Option<String>,
+    /// The session's approval mode, shown before the prompt unless default.
+    mode: geminid_protocol::session::ApprovalMode,
 }
 
 impl Chat<'_> {
@@ -300,6 +320,11 @@ impl Chat<'_> {
         if trimmed.is_empty() {
             return Ok(Flow::Go);
         }
+        self.send_prompt(text).await
+    }
+
+    /// Sends a prompt (queued behind the running turn, if any).
+    async fn send_prompt(&mut self, text: String) -> Result<Flow, Failure> {
         self.sent.push_back(text.clone());
         match self
             .client
@@ -344,6 +369,12 @@ impl Chat<'_> {
         }
         let out = commands::run(&command, self.client, &self.session_id, s).await?;
         self.view.print(&out);
+        // `/plan <goal>`: in plan mode, the goal goes to the model.
+        if let commands::Command::Plan(Some(goal)) = command
+            && out.is_empty()
+        {
+            return self.send_prompt(goal).await;
+        }
         Ok(Flow::Go)
     }
 
@@ -514,6 +545,7 @@ impl Chat<'_> {
                 }
             }
             EventPayload::ApprovalModeChanged { approval_mode } => {
+                self.mode = *approval_mode;
                 self.view
                     .print(&s.magenta(&format!("approval mode is now {approval_mode}")));
             }
