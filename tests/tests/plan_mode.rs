@@ -283,3 +283,75 @@ async fn an_unattended_session_plans_and_leaves_plan_mode_into_yolo() {
         "{last}"
     );
 }
+
+/// A person at `gemctl attach` (a real terminal) sees the plan, answers
+/// `n` and a line of feedback, which the model reads; then `a` approves
+/// it into autoEdit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_terminal_rejects_a_plan_with_a_line_of_feedback_then_approves_it() {
+    use geminid_tests::tmux::Tmux;
+    let fake = FakeModel::scripted(vec![
+        gemini::call_reply(&[("write_file", json!({"file_path": "t.md", "content": PLAN}))]),
+        gemini::call_reply(&[("exit_plan_mode", json!({"plan_filename": "t.md"}))]),
+        gemini::call_reply(&[("exit_plan_mode", json!({"plan_filename": "t.md"}))]),
+        gemini::answer(&["on it"]),
+    ])
+    .await;
+    let d = daemon(&fake).await;
+    let c = d.client().await;
+    let session = c
+        .create_session(
+            d.workspace.display().to_string(),
+            Some(ApprovalMode::Plan),
+            None,
+            None,
+            None,
+            None,
+            None,
+        )
+        .await
+        .unwrap()
+        .session_id;
+    let tmux = Tmux::new(d.dir.path());
+    tmux.start(
+        "b",
+        &format!(
+            "cd '{ws}' && env HOME='{home}' TERM=tmux-256color '{bin}' --socket '{socket}' attach {session}",
+            ws = d.workspace.display(),
+            home = d.home().display(),
+            bin = gemctl_bin().display(),
+            socket = d.socket.display(),
+        ),
+    );
+    tmux.wait_for("b", "attached to").await;
+    let mut sub = c.subscribe_session(session.clone(), None).await.unwrap();
+    let turn = c
+        .prompt(session.clone(), "plan it".into())
+        .await
+        .unwrap()
+        .turn_id;
+    collect_until(&mut sub, awaiting("exit_plan_mode")).await;
+    let screen = tmux.wait_for("b", "Allow exit_plan_mode?").await;
+    assert!(screen.contains("Plan Approval"), "{screen}");
+    assert!(screen.contains("│ 1. Add the parser."), "{screen}");
+    assert!(screen.contains("accept edits automatically"), "{screen}");
+    tmux.line("b", "n");
+    tmux.wait_for("b", "what should change in the plan?").await;
+    tmux.line("b", "split step 2 in two");
+    collect_until(&mut sub, awaiting("exit_plan_mode")).await;
+    tmux.line("b", "a");
+    let done = |e: &SessionEvent| matches!(&e.payload, EventPayload::TurnFinished { turn_id, .. } if *turn_id == turn);
+    let events = collect_until(&mut sub, done).await;
+    assert_eq!(modes(&events), vec![ApprovalMode::AutoEdit]);
+    let seen = fake.seen();
+    let feedback = seen[2].body.to_string();
+    assert!(
+        feedback.contains("Plan rejected. User feedback: split step 2 in two"),
+        "{feedback}"
+    );
+    let approval = seen[3].body.to_string();
+    assert!(
+        approval.contains("Plan approved. Switching to Auto-Edit mode"),
+        "{approval}"
+    );
+}
