@@ -241,6 +241,34 @@ async fn a_plan_is_written_only_in_the_plans_dir_and_approved_from_another_clien
         "{approval}"
     );
     assert!(approval.contains("parser-plan.md"), "{approval}");
+
+    // Within the one turn, each request offers the plan tool that can be
+    // called then and says which mode the session is in.
+    let declared = |n: usize| -> Vec<String> {
+        seen[n].body["tools"][0]["functionDeclarations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let system = |n: usize| seen[n].body["systemInstruction"].to_string();
+    assert!(declared(0).contains(&"enter_plan_mode".to_owned()));
+    assert!(!declared(0).contains(&"exit_plan_mode".to_owned()));
+    assert!(
+        declared(1).contains(&"exit_plan_mode".to_owned()),
+        "{:?}",
+        declared(1)
+    );
+    assert!(!declared(1).contains(&"enter_plan_mode".to_owned()));
+    assert!(!declared(1).contains(&"run_shell_command".to_owned()));
+    assert!(system(1).contains("`plan` approval mode"), "{}", system(1));
+    assert!(declared(4).contains(&"enter_plan_mode".to_owned()));
+    assert!(
+        system(4).contains("`autoEdit` approval mode"),
+        "{}",
+        system(4)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
