@@ -263,6 +263,10 @@ async fn a_plan_is_written_only_in_the_plans_dir_and_approved_from_another_clien
     assert!(!declared(1).contains(&"enter_plan_mode".to_owned()));
     assert!(!declared(1).contains(&"run_shell_command".to_owned()));
     assert!(system(1).contains("`plan` approval mode"), "{}", system(1));
+    let tools1 = seen[1].body["tools"].to_string();
+    assert!(tools1.contains("ONLY FOR PLANS: "), "{tools1}");
+    assert!(tools1.contains(&format!("{session}/plans/")), "{tools1}");
+    assert!(!seen[4].body["tools"].to_string().contains("ONLY FOR PLANS"));
     assert!(declared(4).contains(&"enter_plan_mode".to_owned()));
     assert!(
         system(4).contains("`autoEdit` approval mode"),

@@ -502,9 +502,17 @@ impl Actor {
         let root = std::path::Path::new(&self.record.cwd);
         let engine = self.deps.policy.engine_for(root);
         let (mode, interactive) = (self.record.approval_mode, self.record.interactive);
-        crate::tools::declarations::declarations_in(&self.deps.registry, root, |tool| {
-            crate::policy::shows_tool(&engine, tool, mode, interactive)
-        })
+        let mut offered =
+            crate::tools::declarations::declarations_in(&self.deps.registry, root, |tool| {
+                crate::policy::shows_tool(&engine, tool, mode, interactive)
+            });
+        if mode == crate::policy::ApprovalMode::Plan {
+            let plans = self.plans_dir();
+            for declaration in &mut offered {
+                crate::tools::plans::for_plans_only(declaration, &plans);
+            }
+        }
+        offered
     }
 }
 

@@ -99,6 +99,22 @@ fn lexical(path: &Path) -> PathBuf {
     out
 }
 
+/// In plan mode, a write tool's declaration says what 0.61's says: it
+/// writes plans only, in the plans directory.
+pub fn for_plans_only(declaration: &mut serde_json::Value, plans: &Path) {
+    let name = declaration["name"].as_str().unwrap_or_default();
+    if name != "write_file" && name != "replace" {
+        return;
+    }
+    let description = declaration["description"].as_str().unwrap_or_default();
+    declaration["description"] = serde_json::Value::String(format!(
+        "ONLY FOR PLANS: {description}. You are currently in Plan Mode and may ONLY use this \
+         tool to write or update plans (.md files) in the plans directory: {}/. You cannot use \
+         this tool to modify source code directly.",
+        plans.display()
+    ));
+}
+
 /// 0.61's refusal of a plan path outside the plans directory.
 pub fn outside_error(raw: &str, plans: &Path) -> ToolError {
     ToolError::new(
@@ -126,6 +142,22 @@ mod tests {
         assert_ne!(a, b, "two folders of one name never share plans");
         let odd = plans_dir(Path::new("/h/.gemini"), Path::new("/"), "s");
         assert!(odd.to_string_lossy().contains("/project-"), "{odd:?}");
+    }
+
+    #[test]
+    fn write_tools_say_they_write_plans_only() {
+        let mut write = serde_json::json!({"name": "write_file", "description": "Writes."});
+        let mut read = serde_json::json!({"name": "read_file", "description": "Reads."});
+        for_plans_only(&mut write, Path::new("/p/plans"));
+        for_plans_only(&mut read, Path::new("/p/plans"));
+        assert!(
+            write["description"]
+                .as_str()
+                .unwrap()
+                .starts_with("ONLY FOR PLANS: Writes.. You are currently in Plan Mode")
+        );
+        assert!(write["description"].as_str().unwrap().contains("/p/plans/"));
+        assert_eq!(read["description"], "Reads.");
     }
 
     #[test]
