@@ -273,6 +273,10 @@ async fn a_plan_is_written_only_in_the_plans_dir_and_approved_from_another_clien
         "{}",
         system(4)
     );
+
+    // The plans go with the session, as in 0.61.
+    a.delete_session(session.clone()).await.unwrap();
+    assert!(!files[0].exists(), "{:?} outlived its session", files[0]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
