@@ -358,7 +358,7 @@ impl Actor {
                 plan_mode,
                 reply,
             } => {
-                let words = super::driver::AnswerWords {
+                let words = super::handle::AnswerWords {
                     feedback,
                     plan_mode,
                 };

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::SessionError;
 use super::actor::{Actor, Final, Internal};
-use super::handle::{CallReply, FinalCall, Waiter};
+use super::handle::{AnswerWords, CallReply, FinalCall, Waiter};
 use crate::policy::{
     ApprovalMode, Decision, PolicyVerdict, SHELL_TOOL_NAME, SavedRule, split_command,
 };
@@ -19,15 +19,6 @@ use crate::scheduler::{Answer, CallError, CallErrorKind, Effect, Prepared, ToolC
 use crate::tools::contract::PersonAnswer;
 use crate::tools::{OutputSink, ToolError};
 use crate::wire;
-
-/// What a person's answer carries besides its outcome.
-#[derive(Debug, Default)]
-pub(super) struct AnswerWords {
-    /// Their words with a refusal.
-    pub feedback: Option<String>,
-    /// The mode an approved plan switches to.
-    pub plan_mode: Option<ApprovalMode>,
-}
 
 impl Actor {
     pub(super) fn submit_call(&mut self, name: String, args: Value, reply: CallReply) {

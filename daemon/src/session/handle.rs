@@ -10,6 +10,15 @@ use super::SessionError;
 use crate::policy::ApprovalMode;
 use crate::store::{Published, SessionRecord};
 
+/// What a person's answer carries besides its outcome.
+#[derive(Debug, Default)]
+pub(super) struct AnswerWords {
+    /// Their words with a refusal.
+    pub feedback: Option<String>,
+    /// The mode an approved plan switches to.
+    pub plan_mode: Option<ApprovalMode>,
+}
+
 /// A live subscription: events with `seq > last_seq` arrive on `events`;
 /// everything up to `last_seq` is in the store.
 pub struct Subscription {
