@@ -3,6 +3,7 @@
 //! --interactive`, `chat`): which of the daemon's outcomes fit the call,
 //! the key that picks each, and the words that explain it.
 
+use geminid_protocol::session::ApprovalMode;
 use geminid_protocol::tool::{ConfirmationOutcome, ConfirmationRequest, ToolCallSnapshot};
 
 /// What a typed answer asks for.
@@ -12,7 +13,15 @@ pub(crate) enum Answer {
     Outcome(ConfirmationOutcome),
     /// Edit the arguments in `$EDITOR`, then `modify_with_editor`.
     Edit,
+    /// Approve a plan (`exit_plan_mode`) and switch to this mode.
+    ApprovePlan(ApprovalMode),
+    /// Reject a plan; the next line is the feedback the model gets.
+    RejectPlan,
 }
+
+/// Asked after a plan's `n`: the next line is the feedback.
+pub(crate) const FEEDBACK_QUESTION: &str =
+    "  what should change in the plan? (Enter alone: no feedback): ";
 
 /// One answer offered for a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -27,6 +36,27 @@ pub(crate) struct Choice {
 /// the whole server), always (saved to the user's policy), edit, no.
 pub(crate) fn choices(call: &ToolCallSnapshot) -> Vec<Choice> {
     let choice = |key, words: String, answer| Choice { key, words, answer };
+    if let Some(ConfirmationRequest::Plan { .. }) = &call.confirmation {
+        // 0.61's plan approval: which mode the implementation runs in, or
+        // no with words for the model.
+        return vec![
+            choice(
+                "y",
+                "yes, and ask before each edit (default mode)".to_owned(),
+                Answer::ApprovePlan(ApprovalMode::Default),
+            ),
+            choice(
+                "a",
+                "yes, and accept edits automatically (autoEdit mode)".to_owned(),
+                Answer::ApprovePlan(ApprovalMode::AutoEdit),
+            ),
+            choice(
+                "n",
+                "no: say what should change (the model revises the plan)".to_owned(),
+                Answer::RejectPlan,
+            ),
+        ];
+    }
     let mut out = vec![choice(
         "y",
         "yes, once".to_owned(),

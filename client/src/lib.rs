@@ -30,4 +30,4 @@ pub mod transport;
 
 pub use client::{Client, ClientError, default_socket};
 pub use geminid_protocol as protocol;
-pub use geminid_protocol::api::{GeminidApiClient, PromptText};
+pub use geminid_protocol::api::{ConfirmPlain, GeminidApiClient, PromptText};

@@ -249,6 +249,15 @@ pub fn confirmation(details: &ConfirmationDetails) -> wt::ConfirmationRequest {
             prompt: prompt.clone(),
             urls: urls.clone(),
         },
+        ConfirmationDetails::Plan {
+            title,
+            plan_path,
+            plan,
+        } => wt::ConfirmationRequest::Plan {
+            title: title.clone(),
+            plan_path: plan_path.display().to_string(),
+            plan: plan.clone(),
+        },
     }
 }
 

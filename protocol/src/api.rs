@@ -217,18 +217,24 @@ pub trait GeminidApi {
         wait: Option<bool>,
     ) -> RpcResult<ToolCallStarted>;
 
-    /// `tool.confirm {sessionId, callId, outcome, modifiedArgs?}`: answers a
-    /// confirmation. The first answer wins (`accepted: true`); later ones get
-    /// `accepted: false`. With `modify_with_editor`, `modifiedArgs` are
-    /// validated again; invalid ones are an error (-32602) and the call keeps
-    /// waiting.
+    /// `tool.confirm {sessionId, callId, outcome, modifiedArgs?, feedback?,
+    /// approvalMode?}`: answers a confirmation. The first answer wins
+    /// (`accepted: true`); later ones get `accepted: false`. With
+    /// `modify_with_editor`, `modifiedArgs` are validated again; invalid ones
+    /// are an error (-32602) and the call keeps waiting. `feedback` is a
+    /// person's words with a refusal (`cancel`): a plan's rejection
+    /// (`exit_plan_mode`) reaches the model with them. `approvalMode`
+    /// (`default` or `autoEdit`) is the mode an approved plan switches to.
+    /// Callers without the last two use [`ConfirmPlain::confirm_tool`].
     #[method(name = "tool.confirm", param_kind = map)]
-    async fn confirm_tool(
+    async fn confirm_answer(
         &self,
         #[argument(rename = "sessionId")] session_id: String,
         #[argument(rename = "callId")] call_id: String,
         outcome: ConfirmationOutcome,
         #[argument(rename = "modifiedArgs")] modified_args: Option<Value>,
+        feedback: Option<String>,
+        #[argument(rename = "approvalMode")] approval_mode: Option<ApprovalMode>,
     ) -> RpcResult<ConfirmResult>;
 
     /// `tool.cancel {sessionId, callId}`: cancels one call, whatever state
@@ -435,3 +441,19 @@ pub trait PromptText: GeminidApiClient + Sync {
 }
 
 impl<T: GeminidApiClient + Sync> PromptText for T {}
+
+/// `tool.confirm` without feedback or a plan's mode, the common case.
+pub trait ConfirmPlain: GeminidApiClient + Sync {
+    fn confirm_tool(
+        &self,
+        session_id: String,
+        call_id: String,
+        outcome: ConfirmationOutcome,
+        modified_args: Option<Value>,
+    ) -> impl std::future::Future<Output = Result<ConfirmResult, jsonrpsee::core::client::Error>> + Send
+    {
+        self.confirm_answer(session_id, call_id, outcome, modified_args, None, None)
+    }
+}
+
+impl<T: GeminidApiClient + Sync> ConfirmPlain for T {}

@@ -25,7 +25,7 @@ pub mod tool;
 pub mod turn;
 pub mod undo;
 
-pub use api::{GeminidApiClient, GeminidApiServer, PromptText};
+pub use api::{ConfirmPlain, GeminidApiClient, GeminidApiServer, PromptText};
 pub use event::{EventPayload, SessionEvent};
 pub use session::{ApprovalMode, SessionInfo};
 

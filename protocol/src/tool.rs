@@ -132,6 +132,17 @@ pub enum ConfirmationRequest {
         prompt: String,
         urls: Vec<String>,
     },
+    /// A plan to approve before the session leaves plan mode
+    /// (`exit_plan_mode`): approve with `proceed_once` and the
+    /// `approvalMode` to switch to, or reject with `cancel` and `feedback`.
+    #[serde(rename_all = "camelCase")]
+    Plan {
+        title: String,
+        /// Where the plan file is.
+        plan_path: String,
+        /// The plan's text.
+        plan: String,
+    },
 }
 
 /// One part of the content a tool returns to the model.
@@ -325,6 +336,12 @@ pub struct ConfirmParams {
     /// With `modify_with_editor`: the arguments to run instead.
     #[serde(default)]
     pub modified_args: Option<Value>,
+    /// A person's words with a refusal (a rejected plan's feedback).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<String>,
+    /// The mode an approved plan switches to (`default`, `autoEdit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_mode: Option<crate::session::ApprovalMode>,
 }
 
 /// Result of `tool.confirm`.

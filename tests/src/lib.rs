@@ -11,7 +11,7 @@ use geminid_protocol::event::SessionEvent;
 use jsonrpsee::core::client::Subscription;
 use serde_json::{Value, json};
 
-pub use gemctl::{Client, GeminidApiClient, PromptText};
+pub use gemctl::{Client, ConfirmPlain, GeminidApiClient, PromptText};
 
 pub mod abuse;
 pub mod fake_model;

@@ -233,12 +233,26 @@ async fn plan_mode_runs_only_read_only_tools() {
     )
     .await;
     assert_eq!(read.state, CallState::Success, "{read:#?}");
+    // A write outside the session's plans directory is refused before
+    // the policy is asked, as 0.61's plan-path check refuses it.
+    let outside = run(
+        &c,
+        &sid,
+        "write_file",
+        json!({"file_path": path.display().to_string(), "content": "x"}),
+    )
+    .await;
+    assert_eq!(outside.state, CallState::Error, "{outside:#?}");
+    let message = &outside.error.as_ref().expect("error").message;
+    assert!(message.contains("designated plans directory"), "{message}");
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "plan\n");
+    // In the plans directory, only a plan (.md) may be written.
     let message = denied_message(
         &run(
             &c,
             &sid,
             "write_file",
-            json!({"file_path": path.display().to_string(), "content": "x"}),
+            json!({"file_path": "notes.txt", "content": "x"}),
         )
         .await,
     );
@@ -251,7 +265,12 @@ async fn plan_mode_runs_only_read_only_tools() {
         .into_iter()
         .map(|t| t.name)
         .collect();
-    assert!(!shown.contains(&"write_file".to_owned()), "{shown:?}");
+    // write_file stays, for plans (as 0.61 shows it); the shell does not.
+    assert!(shown.contains(&"write_file".to_owned()), "{shown:?}");
+    assert!(
+        !shown.contains(&"run_shell_command".to_owned()),
+        "{shown:?}"
+    );
     assert!(shown.contains(&"read_file".to_owned()), "{shown:?}");
 }
 

@@ -339,3 +339,31 @@ fn tempfile_outside() -> String {
     std::fs::write(&path, "root: OUTSIDE").unwrap();
     path.display().to_string()
 }
+
+/// `@name` with nothing at that path is searched for by name in the
+/// workspace, as 0.61's at-command processor does (`**/*name*`, the glob
+/// tool's order), under the ignore files: an ignored file is not found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_at_name_not_at_its_path_is_found_by_name_in_the_workspace() {
+    let t = Parts::new(1).await;
+    t.write("src/deep/parser.rs", b"fn parse() {}");
+    t.write("vendor/hidden_conf.rs", b"HIDDEN-CONTENT");
+    t.write(".geminiignore", b"vendor/\n");
+    let prompt = "look at @parser.rs, @hidden_conf.rs and @nowhere.rs";
+    let events = t.run(Some(prompt), None).await;
+    let (read, skipped) = references(&events);
+    assert_eq!(read, ["src/deep/parser.rs"], "{skipped:?}");
+    let skipped = skipped.join("\n");
+    for name in ["@hidden_conf.rs", "@nowhere.rs"] {
+        assert!(
+            skipped
+                .lines()
+                .any(|l| l.starts_with(name) && l.contains("Not found")),
+            "{name}: {skipped}"
+        );
+    }
+    let all = texts(&sent_prompt(&t.fake, 0, prompt));
+    assert!(all.contains("Content from @src/deep/parser.rs:"), "{all}");
+    assert!(all.contains("fn parse() {}"), "{all}");
+    assert!(!all.contains("HIDDEN-CONTENT"), "{all}");
+}

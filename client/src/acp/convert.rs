@@ -239,6 +239,21 @@ pub fn permission_request(session_id: &str, call: &ToolCallSnapshot, kind: Optio
         map.remove("sessionUpdate");
     }
     let option = |outcome: ConfirmationOutcome, name: &str, kind: &str| json!({"optionId": outcome_id(outcome), "name": name, "kind": kind});
+    if let Some(ConfirmationRequest::Plan { plan, .. }) = &call.confirmation {
+        // 0.61's plan approval: the plan shown, approved into default or
+        // autoEdit mode, or rejected (the model then asks for feedback).
+        tool_call["content"] =
+            json!([{"type": "content", "content": {"type": "text", "text": plan}}]);
+        return json!({
+            "sessionId": session_id,
+            "toolCall": tool_call,
+            "options": [
+                option(ConfirmationOutcome::ProceedOnce, "Yes, manually accept edits", "allow_once"),
+                {"optionId": PLAN_AUTO_EDIT, "name": "Yes, automatically accept edits", "kind": "allow_once"},
+                option(ConfirmationOutcome::Cancel, "No, keep planning", "reject_once"),
+            ],
+        });
+    }
     json!({
         "sessionId": session_id,
         "toolCall": tool_call,
@@ -258,12 +273,26 @@ fn outcome_id(outcome: ConfirmationOutcome) -> &'static str {
     }
 }
 
+/// The option approving a plan into autoEdit mode.
+const PLAN_AUTO_EDIT: &str = "proceed_auto_edit";
+
+/// The mode an approved plan switches to, when the editor chose one.
+pub fn plan_mode_of(answer: &Value) -> Option<ApprovalMode> {
+    let outcome = &answer["outcome"];
+    match (outcome["outcome"].as_str(), outcome["optionId"].as_str()) {
+        (Some("selected"), Some(PLAN_AUTO_EDIT)) => Some(ApprovalMode::AutoEdit),
+        _ => None,
+    }
+}
+
 /// The daemon's outcome for the editor's answer to a permission request;
 /// anything but a selected allow option is a cancel.
 pub fn permission_outcome(answer: &Value) -> ConfirmationOutcome {
     let outcome = &answer["outcome"];
     match (outcome["outcome"].as_str(), outcome["optionId"].as_str()) {
-        (Some("selected"), Some("proceed_once")) => ConfirmationOutcome::ProceedOnce,
+        (Some("selected"), Some("proceed_once" | PLAN_AUTO_EDIT)) => {
+            ConfirmationOutcome::ProceedOnce
+        }
         (Some("selected"), Some("proceed_always")) => ConfirmationOutcome::ProceedAlways,
         _ => ConfirmationOutcome::Cancel,
     }
@@ -346,6 +375,10 @@ mod tests {
             permission_outcome(&json!({"outcome": {"outcome": "cancelled"}})),
             ConfirmationOutcome::Cancel
         );
+        let auto = pick("proceed_auto_edit");
+        assert_eq!(permission_outcome(&auto), ConfirmationOutcome::ProceedOnce);
+        assert_eq!(plan_mode_of(&auto), Some(ApprovalMode::AutoEdit));
+        assert_eq!(plan_mode_of(&pick("proceed_once")), None);
     }
 
     #[test]

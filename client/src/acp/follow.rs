@@ -324,8 +324,9 @@ impl Follower {
                 return;
             };
             let outcome = convert::permission_outcome(&answer);
+            let mode = convert::plan_mode_of(&answer);
             if let Err(e) = client
-                .confirm_tool(session_id, call_id, outcome, None)
+                .confirm_answer(session_id, call_id, outcome, None, None, mode)
                 .await
             {
                 eprintln!("gemctl acp: tool.confirm failed: {}", daemon_error(&e).1);

@@ -1,4 +1,4 @@
-//! Slash commands: `/mode`, `/memory show`, `/tools`, `/mcp`,
+//! Slash commands: `/mode`, `/plan`, `/memory show`, `/tools`, `/mcp`,
 //! `/sessions`, `/model`, `/compress`, `/stats`, `/undo`, `/rewind`,
 //! `/quit`, `/help`.
 
@@ -21,6 +21,8 @@ pub enum Command {
     Stats,
     /// `/model` alone shows the model; `/model default` goes back to the daemon's.
     Model(Option<String>),
+    /// `/plan [goal]`: plan mode, then the goal as a prompt (0.61's).
+    Plan(Option<String>),
     Quit,
     Help,
     /// `/undo [force]`: take back the last turn with edits.
@@ -37,6 +39,7 @@ pub enum Command {
 
 pub const HELP: &str = "\
 /mode [default|autoEdit|yolo|plan]  show or set the session's approval mode
+/plan [goal]                   plan mode (read-only research, a plan to approve), then the goal
 /memory show                   the GEMINI.md memory the model gets
 /tools                         the tools the model can call
 /mcp                           MCP servers and their status
@@ -61,6 +64,13 @@ pub fn parse(line: &str) -> Option<Result<Command, String>> {
     let extra = words.next();
     let command = match (name, arg, extra) {
         ("mode", None, _) => Ok(Command::Mode(None)),
+        ("plan", goal, _) => Ok(Command::Plan(goal.map(|_| {
+            rest.trim_start()
+                .strip_prefix("plan")
+                .unwrap_or_default()
+                .trim()
+                .to_owned()
+        }))),
         ("mode", Some(mode), None) => mode.parse().map(|m| Command::Mode(Some(m))),
         ("memory", None | Some("show"), None) => Ok(Command::MemoryShow),
         ("tools", None, _) => Ok(Command::Tools),
@@ -136,6 +146,10 @@ pub async fn run(
         }
         Command::Mode(Some(mode)) => client
             .set_approval_mode(session_id.to_owned(), *mode)
+            .await
+            .map(|_| String::new()),
+        Command::Plan(_) => client
+            .set_approval_mode(session_id.to_owned(), ApprovalMode::Plan)
             .await
             .map(|_| String::new()),
         Command::MemoryShow => client
@@ -303,5 +317,10 @@ mod tests {
             }))
         );
         assert!(matches!(parse("/rewind turn-4 please"), Some(Err(_))));
+        assert_eq!(parse("/plan"), Some(Ok(Command::Plan(None))));
+        assert_eq!(
+            parse("/plan  implement   authentication "),
+            Some(Ok(Command::Plan(Some("implement   authentication".into()))))
+        );
     }
 }

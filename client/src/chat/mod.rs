@@ -36,6 +36,7 @@ use crate::Client;
 use crate::answers::{self, Answer};
 use crate::command::{Ctx, Failure, Outcome, exit};
 use confirm::{Change, Confirmations};
+use geminid_protocol::tool::ConfirmationOutcome as Reply;
 use render::View;
 use screen::Screen;
 use style::Style;
@@ -69,9 +70,10 @@ pub const CHAT_HELP: &str = "\
 In the chat: type a prompt and Enter. Answer a question with y (yes,
 once), a (yes, for this session), s (yes, every tool of this MCP server),
 p (yes, always: saved to your policy), e (edit the arguments in $EDITOR)
-or n (no). Ctrl-C cancels
+or n (no); a plan with y (approve, ask before edits), a (approve, accept
+edits) or n, then a line of feedback for the model. Ctrl-C cancels
 the running turn; Ctrl-D (or Ctrl-C twice when idle, or /quit) leaves.
-Commands: /mode default|autoEdit|yolo|plan, /memory show, /tools, /mcp,
+Commands: /mode default|autoEdit|yolo|plan, /plan [goal], /memory show, /tools, /mcp,
 /sessions, /quit, /help. History is kept in
 $XDG_STATE_HOME/gemctl/chat_history (~/.local/state/gemctl/chat_history).
 Colours are off with NO_COLOR or when stdout is not a terminal.
@@ -137,13 +139,16 @@ pub async fn chat(ctx: &Ctx, args: ChatArgs) -> Outcome {
         caught_up: args.session.is_none(),
         history_end: session.last_seq,
         leave_armed: false,
+        feedback_for: None,
+        mode: session.approval_mode,
     };
     chat.banner(&session);
 
     let mut tick = tokio::time::interval(std::time::Duration::from_millis(250));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let status = loop {
-        input.read(PROMPT, &style.cyan(PROMPT));
+        let (raw, styled) = prompt_for(chat.mode, style);
+        input.read(&raw, &styled);
         tokio::select! {
             line = input.next() => {
                 let Some(line) = line else { break exit::OK };
@@ -195,6 +200,21 @@ pub async fn chat(ctx: &Ctx, args: ChatArgs) -> Outcome {
     Ok(status)
 }
 
+/// The prompt, led by the approval mode when it is not the default one
+/// (`plan › `), as raw text and styled.
+fn prompt_for(mode: geminid_protocol::session::ApprovalMode, style: Style) -> (String, String) {
+    match mode {
+        geminid_protocol::session::ApprovalMode::Default => (PROMPT.to_owned(), style.cyan(PROMPT)),
+        other => {
+            let lead = format!("{} ", other.as_str());
+            (
+                format!("{lead}{PROMPT}"),
+                format!("{}{}", style.magenta(&lead), style.cyan(PROMPT)),
+            )
+        }
+    }
+}
+
 /// Puts the terminal back as it was (rustyline may be mid-read when the
 /// chat ends because the daemon went away).
 fn restore(saved: Option<&rustix::termios::Termios>) {
@@ -229,6 +249,10 @@ struct Chat<'a> {
     history_end: u64,
     /// Ctrl-C was pressed with nothing running: another one leaves.
     leave_armed: bool,
+    /// The plan rejected here whose feedback the next line is.
+    feedback_for: Option<String>,
+    /// The session's approval mode, shown before the prompt unless default.
+    mode: geminid_protocol::session::ApprovalMode,
 }
 
 impl Chat<'_> {
@@ -265,6 +289,20 @@ impl Chat<'_> {
         if let Some(command) = commands::parse(trimmed) {
             return self.command(command).await;
         }
+        if let Some(call_id) = self.feedback_for.take() {
+            // Answered elsewhere meanwhile: the line is a prompt again.
+            if let Some(call) = self
+                .confirm
+                .asking()
+                .filter(|c| c.call_id == call_id)
+                .cloned()
+            {
+                let feedback = Some(trimmed.to_owned()).filter(|f| !f.is_empty());
+                self.send_answer(&call, Reply::Cancel, None, feedback, None)
+                    .await?;
+                return Ok(Flow::Go);
+            }
+        }
         if let Some(call) = self.confirm.asking().cloned() {
             match answers::parse(&call, trimmed) {
                 Some(answer) => self.answer(&call, answer).await?,
@@ -282,6 +320,11 @@ impl Chat<'_> {
         if trimmed.is_empty() {
             return Ok(Flow::Go);
         }
+        self.send_prompt(text).await
+    }
+
+    /// Sends a prompt (queued behind the running turn, if any).
+    async fn send_prompt(&mut self, text: String) -> Result<Flow, Failure> {
         self.sent.push_back(text.clone());
         match self
             .client
@@ -326,6 +369,12 @@ impl Chat<'_> {
         }
         let out = commands::run(&command, self.client, &self.session_id, s).await?;
         self.view.print(&out);
+        // `/plan <goal>`: in plan mode, the goal goes to the model.
+        if let commands::Command::Plan(Some(goal)) = command
+            && out.is_empty()
+        {
+            return self.send_prompt(goal).await;
+        }
         Ok(Flow::Go)
     }
 
@@ -354,9 +403,16 @@ impl Chat<'_> {
         answer: Answer,
     ) -> Result<(), Failure> {
         let s = self.style();
-        let outcome = match answer {
-            Answer::Outcome(outcome) => outcome,
-            Answer::Edit => geminid_protocol::tool::ConfirmationOutcome::ModifyWithEditor,
+        let (outcome, mode) = match answer {
+            Answer::Outcome(outcome) => (outcome, None),
+            Answer::Edit => (Reply::ModifyWithEditor, None),
+            Answer::ApprovePlan(mode) => (Reply::ProceedOnce, Some(mode)),
+            Answer::RejectPlan => {
+                self.feedback_for = Some(call.call_id.clone());
+                self.view
+                    .print(&s.yellow(answers::FEEDBACK_QUESTION.trim_end()));
+                return Ok(());
+            }
         };
         let modified = if answer == Answer::Edit {
             let args = call.args.clone();
@@ -377,14 +433,29 @@ impl Chat<'_> {
         } else {
             None
         };
+        self.send_answer(call, outcome, modified, None, mode).await
+    }
+
+    /// Sends an answer to the call being asked about, then asks the next.
+    async fn send_answer(
+        &mut self,
+        call: &geminid_protocol::tool::ToolCallSnapshot,
+        outcome: Reply,
+        modified: Option<serde_json::Value>,
+        feedback: Option<String>,
+        mode: Option<geminid_protocol::session::ApprovalMode>,
+    ) -> Result<(), Failure> {
+        let s = self.style();
         self.confirm.answering(&call.call_id);
         match self
             .client
-            .confirm_tool(
+            .confirm_answer(
                 self.session_id.clone(),
                 call.call_id.clone(),
                 outcome,
                 modified,
+                feedback,
+                mode,
             )
             .await
         {
@@ -474,6 +545,7 @@ impl Chat<'_> {
                 }
             }
             EventPayload::ApprovalModeChanged { approval_mode } => {
+                self.mode = *approval_mode;
                 self.view
                     .print(&s.magenta(&format!("approval mode is now {approval_mode}")));
             }

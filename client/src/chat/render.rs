@@ -257,6 +257,16 @@ impl View {
                     out.push_str(&format!("  {}\n", s.cyan(url)));
                 }
             }
+            Some(ConfirmationRequest::Plan {
+                title,
+                plan_path,
+                plan,
+            }) => {
+                out.push_str(&format!("{}\n  {}\n", s.bold(title), s.cyan(plan_path)));
+                for line in plan.lines() {
+                    out.push_str(&format!("  │ {line}\n"));
+                }
+            }
             None => {}
         }
         out.push_str(&format!(

@@ -20,6 +20,8 @@ pub struct Prompter {
     /// Calls awaiting approval, by seq of the call (call ids are `call-<seq>`).
     pending: BTreeMap<u64, ToolCallSnapshot>,
     asking: Option<String>,
+    /// The plan rejected here whose feedback the next line is.
+    feedback_for: Option<String>,
     stdin: Option<Lines<BufReader<Stdin>>>,
 }
 
@@ -29,6 +31,7 @@ impl Prompter {
             session_id,
             pending: BTreeMap::new(),
             asking: None,
+            feedback_for: None,
             stdin: enabled.then(|| BufReader::new(tokio::io::stdin()).lines()),
         }
     }
@@ -50,6 +53,7 @@ impl Prompter {
                 render::state_name(call.state)
             );
             self.asking = None;
+            self.feedback_for = None;
         }
     }
 
@@ -102,14 +106,34 @@ impl Prompter {
         let Some(call_id) = self.asking.clone() else {
             return Ok(());
         };
+        if self.feedback_for.take().as_deref() == Some(call_id.as_str()) {
+            self.asking = None;
+            let feedback = Some(line.trim().to_owned()).filter(|f| !f.is_empty());
+            return self
+                .send(
+                    client,
+                    call_id,
+                    ConfirmationOutcome::Cancel,
+                    None,
+                    feedback,
+                    None,
+                )
+                .await;
+        }
         let call = self.pending.get(&order_key(&call_id)).cloned();
         let Some(call) = call else {
             return Ok(());
         };
-        let (outcome, modified) = match answers::parse(&call, line) {
-            Some(Answer::Outcome(outcome)) => (outcome, None),
+        let (outcome, modified, mode) = match answers::parse(&call, line) {
+            Some(Answer::Outcome(outcome)) => (outcome, None, None),
+            Some(Answer::ApprovePlan(mode)) => (ConfirmationOutcome::ProceedOnce, None, Some(mode)),
+            Some(Answer::RejectPlan) => {
+                self.feedback_for = Some(call_id);
+                eprint!("{}", answers::FEEDBACK_QUESTION);
+                return Ok(());
+            }
             Some(Answer::Edit) => match edit_args(&call.args) {
-                Ok(args) => (ConfirmationOutcome::ModifyWithEditor, Some(args)),
+                Ok(args) => (ConfirmationOutcome::ModifyWithEditor, Some(args), None),
                 Err(message) => {
                     eprintln!("  {message}");
                     self.asking = None;
@@ -122,8 +146,29 @@ impl Prompter {
             }
         };
         self.asking = None;
+        self.send(client, call_id, outcome, modified, None, mode)
+            .await
+    }
+
+    /// Sends an answer and says when it was not the one that counted.
+    async fn send(
+        &self,
+        client: &Client,
+        call_id: String,
+        outcome: ConfirmationOutcome,
+        modified: Option<serde_json::Value>,
+        feedback: Option<String>,
+        mode: Option<geminid_protocol::session::ApprovalMode>,
+    ) -> Result<(), crate::command::Failure> {
         match client
-            .confirm_tool(self.session_id.clone(), call_id, outcome, modified)
+            .confirm_answer(
+                self.session_id.clone(),
+                call_id,
+                outcome,
+                modified,
+                feedback,
+                mode,
+            )
             .await
         {
             Ok(result) if result.accepted => {}

@@ -125,6 +125,17 @@ pub fn confirmation_text(call: &ToolCallSnapshot) -> String {
             }
             text
         }
+        ConfirmationRequest::Plan {
+            title,
+            plan_path,
+            plan,
+        } => {
+            let mut text = format!("{title}\n  {plan_path}");
+            for line in plan.lines() {
+                text.push_str(&format!("\n  │ {line}"));
+            }
+            text
+        }
     }
 }
 

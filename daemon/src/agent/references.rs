@@ -286,8 +286,12 @@ fn read_path(
     raw: &str,
     cancel: &CancellationToken,
 ) -> Result<(Vec<read_many_files::GatheredFile>, Vec<String>), String> {
+    let raw = match missing(ctx, raw) {
+        true => found_by_name(ctx, raw, cancel).unwrap_or_else(|| raw.to_owned()),
+        false => raw.to_owned(),
+    };
     let params = ReadManyFilesParams {
-        paths: vec![raw.to_owned()],
+        paths: vec![raw],
         include: None,
         exclude: None,
         recursive: Some(true),
@@ -298,6 +302,30 @@ fn read_path(
     let gathered =
         read_many_files::gather(&plan, &DirCache::new(), cancel).map_err(|e| e.message)?;
     Ok((gathered.files, gathered.notes))
+}
+
+/// Whether nothing is at `raw` beneath the session's roots (a path that
+/// is refused is not missing: its refusal stands).
+fn missing(ctx: &ToolContext, raw: &str) -> bool {
+    if !ctx.settings.filtering.recursive_file_search {
+        return false;
+    }
+    let absolute = match std::path::Path::new(raw).is_absolute() {
+        true => std::path::PathBuf::from(raw),
+        false => ctx.workspace_root.join(raw),
+    };
+    match ctx.resolve(&absolute.to_string_lossy(), "@path") {
+        Ok((root, path)) => !crate::tools::path::exists_confined(&root, &path),
+        Err(_) => false,
+    }
+}
+
+/// The file `@name` means, searched for by name in the workspace
+/// (`glob::find_by_name`, 0.61's search), as the path the read takes.
+fn found_by_name(ctx: &ToolContext, name: &str, cancel: &CancellationToken) -> Option<String> {
+    let stop = std::sync::atomic::AtomicBool::new(cancel.is_cancelled());
+    let found = crate::tools::builtin::glob::find_by_name(ctx, name, &stop)?;
+    Some(found.to_string_lossy().into_owned())
 }
 
 /// The local path of a `file://` URI (percent-escapes decoded).

@@ -86,6 +86,11 @@ pub enum TurnMsg {
     CompressionEnded(Result<Option<Compressed>, String>),
     /// Hooks the turn fired ran: each is a `hookRun` event.
     HookRuns(Vec<crate::hooks::HookRun>),
+    /// A call changed the session's approval mode (plan mode's tools):
+    /// the mode now and the tools it offers, for the turn's next request.
+    Mode {
+        reply: oneshot::Sender<(crate::policy::ApprovalMode, Vec<Value>)>,
+    },
     /// The turn is over.
     Finished(TurnEnd),
 }
@@ -258,7 +263,8 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
     sink.send(TurnMsg::History(user.clone()));
     let mut contents = spec.history.clone();
     contents.push(user);
-    let system = match system_text(spec).await {
+    let mut tools = spec.tools.clone();
+    let mut system = match system_text(spec, spec.approval_mode, &tools).await {
         Ok(system) => system,
         Err(message) => return ("error", Some(message)),
     };
@@ -280,7 +286,7 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
         let mut request = ModelRequest {
             system: system.clone(),
             contents: sent(&contents, prefix.as_ref()),
-            tools: spec.tools.clone(),
+            tools: tools.clone(),
             ..ModelRequest::default()
         };
         let mut estimate = request_tokens(&request);
@@ -430,6 +436,20 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
         if spec.cancel.is_cancelled() {
             return ("cancelled", None);
         }
+        // Entering or leaving plan mode changes what the next request
+        // offers and says (0.61 declares each plan tool only where it
+        // can be called).
+        if changed_mode(&snapshots) {
+            let (reply, answer) = oneshot::channel();
+            sink.send(TurnMsg::Mode { reply });
+            if let Ok((mode, offered)) = answer.await {
+                match system_text(spec, mode, &offered).await {
+                    Ok(text) => system = text,
+                    Err(message) => return ("error", Some(message)),
+                }
+                tools = offered;
+            }
+        }
     }
     (
         "max_steps",
@@ -452,7 +472,11 @@ fn final_text(parts: &[Part]) -> String {
 /// The system instruction: `GEMINI_SYSTEM_MD`'s file or the built-in
 /// text, with the workspace's memory. A `GEMINI_SYSTEM_MD` naming a file
 /// that cannot be read ends the turn (as in 0.61), saying which.
-async fn system_text(spec: &TurnSpec) -> Result<String, String> {
+async fn system_text(
+    spec: &TurnSpec,
+    mode: crate::policy::ApprovalMode,
+    offered: &[Value],
+) -> Result<String, String> {
     use crate::model::prompt::{self, PromptInputs, SystemMd};
     let memory = spec.memory.clone();
     let workspace = std::path::PathBuf::from(&spec.workspace);
@@ -475,15 +499,14 @@ async fn system_text(spec: &TurnSpec) -> Result<String, String> {
     .await;
     let (memory, base, git) = read.map_err(|e| format!("system instruction: {e}"))?;
     let base = base.transpose()?;
-    let tools: Vec<String> = spec
-        .tools
+    let tools: Vec<String> = offered
         .iter()
         .filter_map(|t| t["name"].as_str().map(str::to_owned))
         .collect();
     let inputs = PromptInputs {
         workspace: &spec.workspace,
         memory: &memory,
-        approval_mode: spec.approval_mode,
+        approval_mode: mode,
         interactive: spec.interactive,
         tools: &tools,
         git,
@@ -710,6 +733,15 @@ pub async fn compress_between_turns(spec: TurnSpec, line: TurnLine) {
         }
     };
     sink.send(TurnMsg::CompressionEnded(result));
+}
+
+/// Whether one of the calls was a plan-mode tool that succeeded.
+fn changed_mode(snapshots: &[Option<ToolCallSnapshot>]) -> bool {
+    use crate::tools::builtin::plan_mode::{ENTER_PLAN_MODE, EXIT_PLAN_MODE};
+    snapshots.iter().flatten().any(|s| {
+        s.state == geminid_protocol::tool::CallState::Success
+            && (s.name == ENTER_PLAN_MODE || s.name == EXIT_PLAN_MODE)
+    })
 }
 
 /// Schedules the calls together and waits for each one's final snapshot.

@@ -208,6 +208,12 @@ pub fn permission_input(
             format!("Tool {title} requires information"),
             json!({"type": "info", "title": title, "prompt": prompt, "urls": urls}),
         ),
+        ConfirmationDetails::Plan {
+            title, plan_path, ..
+        } => (
+            format!("Tool {title} requires plan approval"),
+            json!({"type": "exit_plan_mode", "title": title, "planPath": plan_path}),
+        ),
     };
     // Which call and tool, so a page can name them.
     if let Value::Object(d) = &mut detail {

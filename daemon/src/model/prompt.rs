@@ -253,11 +253,20 @@ fn approval(mode: ApprovalMode, interactive: bool) -> String {
             "The session is in the `autoEdit` approval mode: reading, searching and file edits \
              run at once; shell commands and other changes need approval ({who})."
         ),
-        ApprovalMode::Plan => "The session is in the `plan` approval mode: only read-only \
-             tools run (reading, searching, listing, fetching); anything that changes files or \
-             runs commands is refused. Research the task and propose a plan; the user leaves \
-             plan mode before it is carried out."
-            .to_owned(),
+        ApprovalMode::Plan => format!(
+            "The session is in the `plan` approval mode: only read-only tools run (reading, \
+             searching, listing, fetching); anything that changes source files or runs commands \
+             is refused. Research the task, agree on the approach in the chat, then write the \
+             plan as a Markdown file with `write_file` given a bare file name (`feature-x.md`): \
+             it goes to the session's plans directory, the only place you can write. Then call \
+             `exit_plan_mode` with that file name to {}; never call it through the shell.",
+            if interactive {
+                "present the plan for approval (a person approves it, or rejects it with \
+                 feedback to revise it by)"
+            } else {
+                "leave plan mode and carry the plan out"
+            }
+        ),
         ApprovalMode::Yolo => "The session is in the `yolo` approval mode: your calls run \
              without asking anyone, unless a policy rule denies them. Take extra care: explain \
              what you change as you go, and prefer reversible steps."

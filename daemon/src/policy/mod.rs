@@ -64,6 +64,7 @@ mod index;
 pub mod live;
 pub mod load;
 mod matcher;
+mod mode;
 pub mod names;
 pub mod rule;
 pub mod save;

@@ -360,16 +360,24 @@ impl GeminidApiServer for RpcHandler {
         Ok(started)
     }
 
-    async fn confirm_tool(
+    async fn confirm_answer(
         &self,
         session_id: String,
         call_id: String,
         outcome: ConfirmationOutcome,
         modified_args: Option<Value>,
+        feedback: Option<String>,
+        approval_mode: Option<ApprovalMode>,
     ) -> RpcResult<ConfirmResult> {
         let accepted = self
             .session(&session_id)?
-            .confirm(call_id, outcome, modified_args)
+            .confirm(
+                call_id,
+                outcome,
+                modified_args,
+                feedback,
+                approval_mode.map(wire::approval_mode_from),
+            )
             .await?;
         Ok(ConfirmResult { accepted })
     }

@@ -97,6 +97,7 @@ fn apply_safety(
         root,
         mode: wire::approval_mode_from(result.approval_mode),
         interactive: result.interactive,
+        plans: None,
     };
     if let Some(safety) = daemon.guard.check(&facts, decision) {
         result.decision = safety.decision.as_str().to_owned();

@@ -54,6 +54,10 @@ pub struct CallFacts<'a> {
     pub root: &'a Path,
     pub mode: ApprovalMode,
     pub interactive: bool,
+    /// In plan mode, the session's plans directory: a plan (`.md` file
+    /// directly in it) written by `write_file` or `replace` is not a
+    /// protected file, though the directory lies in `~/.gemini`.
+    pub plans: Option<&'a Path>,
 }
 
 /// A stricter decision and why, for `decidedBy` and denial messages.
@@ -122,8 +126,14 @@ impl Guard {
             .cloned()
             .chain(argument_paths(call.args, call.root))
             .collect();
+        let plan_file = |t: &PathBuf| {
+            matches!(call.tool_name, "write_file" | "replace")
+                && call.plans.is_some_and(|dir| t.parent() == Some(dir))
+                && t.extension().is_some_and(|e| e == "md")
+        };
         if let Some((target, why)) = targets
             .iter()
+            .filter(|t| !plan_file(t))
             .find_map(|t| self.protected.why(t).map(|why| (t, why)))
         {
             return Some(SafetyVerdict {

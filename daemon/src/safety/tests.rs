@@ -216,6 +216,7 @@ fn decisions() {
             root: Path::new(ws),
             mode: ApprovalMode::Yolo,
             interactive,
+            plans: None,
         };
         let got = g.check(&facts, decision);
         let got = got.as_ref().map(|v| (v.decision, v.source));
@@ -238,6 +239,7 @@ fn explanations_say_why() {
         root: Path::new("/b/home"),
         mode: ApprovalMode::AutoEdit,
         interactive: false,
+        plans: None,
     };
     let v = g.check(&facts, Decision::Allow).unwrap();
     let text = v.explain();
@@ -278,6 +280,7 @@ fn editor_configuration_asks_in_auto_edit() {
             root: Path::new("/w"),
             mode,
             interactive,
+            plans: None,
         };
         g.check(&facts, Decision::Allow)
             .map(|v| (v.decision, v.source))
@@ -300,4 +303,51 @@ fn editor_configuration_asks_in_auto_edit() {
     );
     assert_eq!(check(AutoEdit, "write_file", ".idea/x.xml", true), None);
     assert_eq!(check(AutoEdit, "write_file", "vscode/x", true), None);
+}
+
+/// In plan mode a plan (`.md` directly in the session's plans directory,
+/// which lies in `~/.gemini`) is written without a person; anything else
+/// there, or the same write outside plan mode, stays protected.
+#[test]
+fn only_plans_in_the_plans_directory_are_let_through() {
+    let g = guard(Path::new("/b"));
+    let plans = Path::new("/b/home/.gemini/tmp/w-1/s/plans");
+    let check = |tool: &str, target: &str, plans: Option<&Path>| {
+        let args = json!({"file_path": target});
+        let facts = CallFacts {
+            tool_name: tool,
+            tool_kind: ToolKind::Edit,
+            args: &args,
+            locations: vec![PathBuf::from(target)],
+            root: Path::new("/b/home/proj"),
+            mode: ApprovalMode::Plan,
+            interactive: true,
+            plans,
+        };
+        g.check(&facts, Decision::Allow).map(|v| v.source)
+    };
+    let plan = "/b/home/.gemini/tmp/w-1/s/plans/p.md";
+    assert_eq!(check("write_file", plan, Some(plans)), None);
+    assert_eq!(check("replace", plan, Some(plans)), None);
+    for (tool, target, plans) in [
+        ("write_file", plan, None),
+        (
+            "write_file",
+            "/b/home/.gemini/tmp/w-1/s/plans/p.toml",
+            Some(plans),
+        ),
+        (
+            "write_file",
+            "/b/home/.gemini/tmp/w-1/s/plans/sub/p.md",
+            Some(plans),
+        ),
+        ("write_file", "/b/home/.gemini/policies/p.md", Some(plans)),
+        ("save_memory", plan, Some(plans)),
+    ] {
+        assert_eq!(
+            check(tool, target, plans),
+            Some("Protected Files"),
+            "{tool} {target}"
+        );
+    }
 }

@@ -200,7 +200,7 @@ pub fn spawn(
             None => Some(crate::sandbox::Mode::Required),
         },
     };
-    ctx.sandbox.yolo = record.approval_mode == crate::policy::ApprovalMode::Yolo;
+    ctx.interactive = record.interactive;
     let last_seq = deps.store.last_seq(&record.id)?;
     let interrupted = deps.store.open_calls(&record.id)?;
     let pending_prompts = deps.store.pending_prompts(&record.id)?;
@@ -264,6 +264,7 @@ pub fn spawn(
         } else if first_pin {
             actor.pending.record = Some(actor.record.clone());
         }
+        actor.apply_mode(actor.record.approval_mode);
         actor.recover(interrupted);
         // Queued prompts wait for the SessionStart hooks (their context
         // goes before the next prompt).
@@ -354,9 +355,15 @@ impl Actor {
                 call_id,
                 outcome,
                 modified_args,
+                feedback,
+                plan_mode,
                 reply,
             } => {
-                let result = self.confirm(&call_id, outcome, modified_args);
+                let words = super::handle::AnswerWords {
+                    feedback,
+                    plan_mode,
+                };
+                let result = self.confirm(&call_id, outcome, modified_args, words);
                 self.after_commit(move || {
                     let _ = reply.send(result);
                 });
@@ -377,12 +384,7 @@ impl Actor {
                 });
             }
             Command::SetApprovalMode { mode, reply } => {
-                self.record.approval_mode = mode;
-                self.ctx.sandbox.yolo = mode == crate::policy::ApprovalMode::Yolo;
-                self.pending.record = Some(self.record.clone());
-                self.emit(EventPayload::ApprovalModeChanged {
-                    approval_mode: wire::approval_mode(mode),
-                });
+                self.switch_mode(mode);
                 let record = self.record.clone();
                 self.after_commit(move || {
                     let _ = reply.send(record);
@@ -489,8 +491,8 @@ impl Actor {
             Internal::Output { call_id, delta } => self.scheduler.output(&call_id, delta),
             Internal::Finished { call_id, outcome } => {
                 self.running.remove(&call_id);
-                if outcome.is_ok() {
-                    self.after_tool_ran(&call_id);
+                if let Ok(result) = &outcome {
+                    self.after_tool_ran(&call_id, result.session_change);
                 }
                 self.scheduler.finished(&call_id, outcome)
             }
@@ -668,11 +670,21 @@ impl Actor {
 }
 
 impl Actor {
-    /// What a successful call changes in the session itself: the todo
-    /// list a built-in `write_todos` set becomes the session's, for
-    /// every client.
-    fn after_tool_ran(&mut self, call_id: &str) {
+    /// What a successful call changes in the session itself: the mode a
+    /// built-in switched to (plan mode's tools), the todo list a built-in
+    /// `write_todos` set, for every client.
+    fn after_tool_ran(
+        &mut self,
+        call_id: &str,
+        change: Option<crate::tools::contract::SessionChange>,
+    ) {
         use crate::tools::builtin::write_todos::{WRITE_TODOS, todos_of};
+        match change {
+            Some(crate::tools::contract::SessionChange::ApprovalMode(mode)) => {
+                self.switch_mode(mode)
+            }
+            None => {}
+        }
         let Some(call) = self.scheduler.call(call_id) else {
             return;
         };

@@ -11,9 +11,12 @@ use serde_json::Value;
 
 use super::SessionError;
 use super::actor::{Actor, Final, Internal};
-use super::handle::{CallReply, FinalCall, Waiter};
-use crate::policy::{Decision, PolicyVerdict, SHELL_TOOL_NAME, SavedRule, split_command};
+use super::handle::{AnswerWords, CallReply, FinalCall, Waiter};
+use crate::policy::{
+    ApprovalMode, Decision, PolicyVerdict, SHELL_TOOL_NAME, SavedRule, split_command,
+};
 use crate::scheduler::{Answer, CallError, CallErrorKind, Effect, Prepared, ToolCall};
+use crate::tools::contract::PersonAnswer;
 use crate::tools::{OutputSink, ToolError};
 use crate::wire;
 
@@ -90,6 +93,7 @@ impl Actor {
         call_id: &str,
         outcome: ConfirmationOutcome,
         modified_args: Option<Value>,
+        words: AnswerWords,
     ) -> Result<bool, SessionError> {
         let Some(call) = self.scheduler.call(call_id) else {
             return if self.is_known_call(call_id) {
@@ -103,6 +107,9 @@ impl Actor {
         }
         let name = call.name.clone();
         let args = call.args.clone();
+        if let Some(accepted) = self.answer_taken(call_id, outcome, &words)? {
+            return Ok(accepted);
+        }
         let answer = match outcome {
             ConfirmationOutcome::Cancel => Answer::Cancel,
             ConfirmationOutcome::ProceedOnce => Answer::Proceed {
@@ -159,6 +166,66 @@ impl Actor {
         let (accepted, effects) = self.scheduler.answer(call_id, answer);
         self.apply(effects);
         Ok(accepted)
+    }
+
+    /// A call that reports a person's answer itself (`exit_plan_mode`)
+    /// takes it and runs, approved or refused; another call refused with
+    /// words is cancelled with them (the model reads them in the
+    /// cancellation). `None`: answer as usual.
+    fn answer_taken(
+        &mut self,
+        call_id: &str,
+        outcome: ConfirmationOutcome,
+        words: &AnswerWords,
+    ) -> Result<Option<bool>, SessionError> {
+        if words.plan_mode == Some(ApprovalMode::Plan) {
+            return Err(SessionError::InvalidParams(
+                "an approved plan switches to default, autoEdit or yolo, not plan".to_owned(),
+            ));
+        }
+        if outcome == ConfirmationOutcome::ModifyWithEditor {
+            return Ok(None);
+        }
+        let approved = outcome != ConfirmationOutcome::Cancel;
+        let feedback = words
+            .feedback
+            .as_deref()
+            .map(str::trim)
+            .filter(|f| !f.is_empty());
+        let person = PersonAnswer {
+            approved,
+            mode: words.plan_mode,
+            feedback: feedback.map(str::to_owned),
+        };
+        let taken = self
+            .invocations
+            .get_mut(call_id)
+            .is_some_and(|invocation| invocation.take_answer(&person));
+        if taken {
+            let decided_by = match (approved, person.mode) {
+                (true, mode) => format!(
+                    "plan approved by a client (switching to {})",
+                    mode.unwrap_or_default().as_str()
+                ),
+                (false, _) => "plan rejected by a client".to_owned(),
+            };
+            let (accepted, effects) = self
+                .scheduler
+                .answer(call_id, Answer::Proceed { decided_by });
+            self.apply(effects);
+            return Ok(Some(accepted));
+        }
+        match (approved, feedback) {
+            (false, Some(feedback)) => {
+                let effects = self.scheduler.cancel(
+                    call_id,
+                    &format!("cancelled by a person at the confirmation, who said: {feedback}"),
+                );
+                self.apply(effects);
+                Ok(Some(true))
+            }
+            _ => Ok(None),
+        }
     }
 
     /// Records an "always" answer in the session allowlist (and, for
@@ -365,6 +432,10 @@ impl Actor {
             root: &self.ctx.workspace_root,
             mode: self.record.approval_mode,
             interactive: self.record.interactive,
+            plans: match self.ctx.plan_mode {
+                true => self.ctx.plans().map(|p| p.path()),
+                false => None,
+            },
         };
         let stricter = self.deps.guard.check(&facts, verdict.decision);
         let (mut decision, mut reason) = match &stricter {

@@ -10,6 +10,15 @@ use super::SessionError;
 use crate::policy::ApprovalMode;
 use crate::store::{Published, SessionRecord};
 
+/// What a person's answer carries besides its outcome.
+#[derive(Debug, Default)]
+pub(super) struct AnswerWords {
+    /// Their words with a refusal.
+    pub feedback: Option<String>,
+    /// The mode an approved plan switches to.
+    pub plan_mode: Option<ApprovalMode>,
+}
+
 /// A live subscription: events with `seq > last_seq` arrive on `events`;
 /// everything up to `last_seq` is in the store.
 pub struct Subscription {
@@ -75,6 +84,10 @@ pub(super) enum Command {
         call_id: String,
         outcome: ConfirmationOutcome,
         modified_args: Option<Value>,
+        /// A person's words with a refusal, and the mode an approved plan
+        /// switches to (`exit_plan_mode`).
+        feedback: Option<String>,
+        plan_mode: Option<ApprovalMode>,
         reply: oneshot::Sender<Result<bool, SessionError>>,
     },
     CancelAll {
@@ -211,11 +224,15 @@ impl SessionHandle {
         call_id: String,
         outcome: ConfirmationOutcome,
         modified_args: Option<Value>,
+        feedback: Option<String>,
+        plan_mode: Option<ApprovalMode>,
     ) -> Result<bool, SessionError> {
         self.ask(|reply| Command::Confirm {
             call_id,
             outcome,
             modified_args,
+            feedback,
+            plan_mode,
             reply,
         })
         .await?

@@ -27,7 +27,7 @@ impl Actor {
             session_id: self.record.id.clone(),
             cwd: PathBuf::from(&self.record.cwd),
             transcript_path: String::new(),
-            plans_dir: self.deps.shell_output.join(&self.record.id).join("plans"),
+            plans_dir: self.plans_dir(),
             roots: self.ctx.roots().to_vec(),
         }
     }

@@ -336,6 +336,7 @@ impl SessionManager {
     /// and its events. Its subscribers get `session.closed`.
     pub async fn delete(&self, id: &str) -> Result<(), SessionError> {
         let handle = self.get(id)?;
+        let plans = self.plans_of(id, &handle.cwd);
         handle.stop("session deleted").await?;
         self.lock().remove(id);
         self.unloader.forget(id);
@@ -352,7 +353,30 @@ impl SessionManager {
             }
         }
         self.deps.checkpoints.delete_session(id);
+        // Its plans too, as 0.61 removes them with the session.
+        if let Some(dir) = plans.parent().filter(|d| d.ends_with(id)) {
+            match std::fs::remove_dir_all(dir) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    tracing::warn!(session = %id, dir = %dir.display(), error = %e, "cannot remove the session's plans");
+                }
+            }
+        }
         Ok(())
+    }
+
+    /// The session's plans directory (`tools/plans.rs`).
+    fn plans_of(&self, id: &str, cwd: &str) -> std::path::PathBuf {
+        let gemini = self
+            .deps
+            .user_settings
+            .parent()
+            .map(std::path::PathBuf::from)
+            .unwrap_or_default();
+        let root = std::path::Path::new(cwd);
+        let root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+        crate::tools::plans::plans_dir(&gemini, &root, id)
     }
 
     /// Stops every actor: running calls are cancelled and their outcome

@@ -14,6 +14,7 @@ mod handle;
 mod hooks;
 mod idle;
 mod manager;
+mod plans;
 mod prompts;
 mod resource_refs;
 mod undo;

@@ -122,14 +122,7 @@ impl Actor {
             }),
             history,
             model,
-            tools: {
-                let root = std::path::Path::new(&self.record.cwd);
-                let engine = self.deps.policy.engine_for(root);
-                let (mode, interactive) = (self.record.approval_mode, self.record.interactive);
-                crate::tools::declarations::declarations_in(&self.deps.registry, root, |tool| {
-                    crate::policy::shows_tool(&engine, tool, mode, interactive)
-                })
-            },
+            tools: self.offered_tools(),
             tools_ready: self.tools_ready(),
             workspace: self.record.cwd.clone(),
             memory: self.deps.memory.clone(),
@@ -201,6 +194,9 @@ impl Actor {
                 self.start_next_turn();
             }
             TurnMsg::HookRuns(runs) => self.emit_hook_runs(None, &runs),
+            TurnMsg::Mode { reply } => {
+                let _ = reply.send((self.record.approval_mode, self.offered_tools()));
+            }
             TurnMsg::Finished(end) => self.finish_turn(&turn_id, end),
         }
     }
@@ -498,6 +494,27 @@ impl Actor {
                 })
             })),
         })
+    }
+}
+
+impl Actor {
+    /// The declarations of the tools the session offers the model now:
+    /// its workspace's, less those its policy denies outright in its mode.
+    fn offered_tools(&self) -> Vec<serde_json::Value> {
+        let root = std::path::Path::new(&self.record.cwd);
+        let engine = self.deps.policy.engine_for(root);
+        let (mode, interactive) = (self.record.approval_mode, self.record.interactive);
+        let mut offered =
+            crate::tools::declarations::declarations_in(&self.deps.registry, root, |tool| {
+                crate::policy::shows_tool(&engine, tool, mode, interactive)
+            });
+        if mode == crate::policy::ApprovalMode::Plan {
+            let plans = self.plans_dir();
+            for declaration in &mut offered {
+                crate::tools::plans::for_plans_only(declaration, &plans);
+            }
+        }
+        offered
     }
 }
 

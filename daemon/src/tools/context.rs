@@ -24,6 +24,14 @@ pub struct ToolContext {
     pub session_id: Option<String>,
     /// The session's sandbox for commands (settings, override, yolo).
     pub sandbox: crate::sandbox::SessionSandbox,
+    /// The session's plans directory (`tools/plans.rs`), pinned once it
+    /// exists; it is then also one of `roots` (plans are read back).
+    plans: Option<PinnedRoot>,
+    /// Plan mode: write tools resolve beneath `plans` only.
+    pub plan_mode: bool,
+    /// Whether a person can be asked (an unattended session's plan is
+    /// approved by the policy alone).
+    pub interactive: bool,
 }
 
 impl ToolContext {
@@ -49,7 +57,48 @@ impl ToolContext {
             settings,
             session_id: None,
             sandbox,
+            plans: None,
+            plan_mode: false,
+            interactive: true,
         }
+    }
+
+    /// The session's plans directory, pinned: a root from now on.
+    pub fn set_plans(&mut self, plans: PinnedRoot) {
+        if !self.roots.iter().any(|r| r.id() == plans.id()) {
+            self.roots.push(plans.clone());
+        }
+        self.plans = Some(plans);
+    }
+
+    /// The pinned plans directory, once it exists.
+    pub fn plans(&self) -> Option<&PinnedRoot> {
+        self.plans.as_ref()
+    }
+
+    /// Resolves the path a write tool (`write_file`, `replace`) writes:
+    /// in plan mode beneath the plans directory only (a relative path is
+    /// relative to it, as in 0.61), otherwise as [`Self::resolve`].
+    pub fn resolve_for_write(
+        &self,
+        raw: &str,
+        param: &str,
+    ) -> Result<(PinnedRoot, PathBuf), ToolError> {
+        if !self.plan_mode {
+            return self.resolve(raw, param);
+        }
+        let Some(plans) = &self.plans else {
+            return Err(ToolError::new(
+                super::error::ToolErrorKind::PathNotAllowed,
+                "You are in Plan Mode and the plans directory could not be created, \
+                 so nothing can be written.",
+            ));
+        };
+        let spelled = super::plans::spell(raw, &self.workspace_root, plans.path());
+        let path = resolve_in_workspace(plans, &spelled, param)
+            .map_err(|_| super::plans::outside_error(raw, plans.path()))?;
+        refuse_sensitive(plans.path(), &path, param)?;
+        Ok((plans.clone(), path))
     }
 
     /// The primary root.

@@ -151,6 +151,29 @@ pub struct ToolResult {
     /// clients; the model gets `llm_content`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub structured: Option<Value>,
+    /// What the call changes in its session, for the built-ins that change
+    /// it (`enter_plan_mode`, an approved `exit_plan_mode`); the session
+    /// applies it when the call succeeds. Never sent anywhere.
+    #[serde(skip)]
+    pub session_change: Option<SessionChange>,
+}
+
+/// A change a built-in tool makes to its session (`session/actor.rs`
+/// applies it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SessionChange {
+    /// The session's approval mode becomes this one.
+    ApprovalMode(crate::policy::ApprovalMode),
+}
+
+/// A person's answer to a call that reports the answer itself
+/// (`exit_plan_mode`): approved (with the mode to switch to), or refused
+/// (with their words).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PersonAnswer {
+    pub approved: bool,
+    pub mode: Option<crate::policy::ApprovalMode>,
+    pub feedback: Option<String>,
 }
 
 impl ToolResult {
@@ -162,6 +185,7 @@ impl ToolResult {
             display: ToolDisplay::Text { text },
             summary: None,
             structured: None,
+            session_change: None,
         }
     }
 }
@@ -190,6 +214,12 @@ pub enum ConfirmationDetails {
         title: String,
         prompt: String,
         urls: Vec<String>,
+    },
+    /// A plan to approve (`exit_plan_mode`): its file and its text.
+    Plan {
+        title: String,
+        plan_path: PathBuf,
+        plan: String,
     },
 }
 
@@ -273,4 +303,10 @@ pub trait ToolInvocation: Send + Sync {
     /// sandbox (`sandboxNetwork`, geminid's own); calls outside any
     /// sandbox ignore it.
     fn grant_network(&mut self) {}
+    /// A person answered; a call that reports the answer itself keeps it
+    /// and returns true: it then runs even when refused (its result says
+    /// so). Other calls return false and are run or refused as usual.
+    fn take_answer(&mut self, _answer: &PersonAnswer) -> bool {
+        false
+    }
 }

@@ -11,6 +11,7 @@ pub mod declarations;
 mod error;
 pub mod include_dirs;
 pub mod path;
+pub mod plans;
 pub mod registry;
 pub mod root;
 pub mod schema;

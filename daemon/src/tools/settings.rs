@@ -25,6 +25,9 @@ pub struct FileFiltering {
     /// Extra ignore files, relative to the workspace root; earlier entries
     /// take precedence.
     pub custom_ignore_files: Vec<String>,
+    /// `context.fileFiltering.enableRecursiveFileSearch`: a prompt's
+    /// `@name` not found where it points is searched for by name.
+    pub recursive_file_search: bool,
 }
 
 impl Default for FileFiltering {
@@ -33,6 +36,7 @@ impl Default for FileFiltering {
             respect_git_ignore: true,
             respect_gemini_ignore: true,
             custom_ignore_files: Vec::new(),
+            recursive_file_search: true,
         }
     }
 }
@@ -104,6 +108,7 @@ impl ToolSettings {
         };
         let respect_git_ignore = flag("/context/fileFiltering/respectGitIgnore", true);
         let respect_gemini_ignore = flag("/context/fileFiltering/respectGeminiIgnore", true);
+        let recursive_file_search = flag("/context/fileFiltering/enableRecursiveFileSearch", true);
         let web_fetch_allow_private = flag("/geminid/webFetch/allowPrivateNetwork", false);
         let shell_max_stored_output = match value.pointer("/geminid/shell/maxStoredOutputBytes") {
             None | Some(Value::Null) => DEFAULT_SHELL_MAX_STORED_OUTPUT,
@@ -145,6 +150,7 @@ impl ToolSettings {
                     respect_git_ignore,
                     respect_gemini_ignore,
                     custom_ignore_files,
+                    recursive_file_search,
                 },
                 web_fetch_allow_private,
                 shell_max_stored_output,

@@ -75,6 +75,7 @@ pub fn convert(
         },
         summary: Some(format!("Called {display_name}")),
         structured,
+        session_change: None,
     })
 }
 

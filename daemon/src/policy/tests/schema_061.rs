@@ -270,8 +270,16 @@ fn outright_denies_hide_tools_from_the_model() {
     assert!(!hidden("run_shell_command", None, D));
     assert!(hidden("x", Some("srv"), Y));
     assert!(!hidden("x", Some("other"), Y));
-    // Plan mode hides what it denies outright.
-    assert!(hidden("replace", None, P));
+    // Plan mode hides what it denies outright; the write tools stay,
+    // for plans (0.61 shows them in plan mode).
+    assert!(hidden("run_shell_command", None, P));
+    assert!(!hidden("replace", None, P));
+    // Each plan-mode tool only where it can be called (0.61's registry).
+    assert!(hidden("exit_plan_mode", None, D));
+    assert!(!hidden("exit_plan_mode", None, P));
+    assert!(hidden("enter_plan_mode", None, P));
+    assert!(!hidden("enter_plan_mode", None, D));
+    assert!(hidden("enter_plan_mode", None, Y));
 }
 
 #[test]
@@ -291,4 +299,69 @@ fn mcp_excluded_and_confirmation_required_settings() {
     let all = crate::policy::settings::stricter_settings_rules(&["*".to_owned()], &[]);
     let e = PolicyEngine::new(all);
     assert_eq!(mcp(&e, "any", "x", None, Y, true), Decision::Deny);
+}
+
+/// Plan mode's transitions and plan files, as 0.61's `plan.toml` decides
+/// them.
+#[test]
+fn plan_mode_transitions_and_plan_files() {
+    let e = PolicyEngine::new(default_rules());
+    let check = |tool: &str, args: Value, mode, interactive| {
+        e.check(&PolicyInput {
+            tool_name: tool,
+            args: &args,
+            server_name: None,
+            remote_name: None,
+            annotations: None,
+            tool_kind: ToolKind::Other,
+            mode,
+            interactive,
+        })
+    };
+    let d = |tool: &str, mode, interactive| check(tool, json!({}), mode, interactive).decision;
+    assert_eq!(d("enter_plan_mode", D, true), Decision::AskUser);
+    assert_eq!(d("enter_plan_mode", D, false), Decision::Allow);
+    let already = check("enter_plan_mode", json!({}), P, true);
+    assert_eq!(already.decision, Decision::Deny);
+    assert_eq!(
+        already.deny_message.as_deref(),
+        Some("You are already in Plan Mode.")
+    );
+    assert_eq!(d("exit_plan_mode", P, true), Decision::AskUser);
+    assert_eq!(d("exit_plan_mode", P, false), Decision::Allow);
+    let not_in = check("exit_plan_mode", json!({}), D, true);
+    assert_eq!(not_in.decision, Decision::Deny);
+    assert!(
+        not_in
+            .deny_message
+            .unwrap()
+            .starts_with("You are not currently in Plan Mode")
+    );
+    assert_eq!(d("exit_plan_mode", Y, true), Decision::Deny);
+    assert_eq!(d("enter_plan_mode", Y, true), Decision::Deny);
+    // Plans are .md files spelled as 0.61 spells them; nothing else is
+    // written in plan mode.
+    for ok in [
+        "plan.md",
+        "./feature-x.md",
+        "plans/a.md",
+        "/home/u/.gemini/tmp/w-0a1b2c3d/0123abcd/plans/a.md",
+    ] {
+        let v = check(
+            "write_file",
+            json!({"file_path": ok, "content": "x"}),
+            P,
+            true,
+        );
+        assert_eq!(v.decision, Decision::Allow, "{ok}");
+    }
+    for refused in ["src/main.rs", "/w/src/x.md", "../x.md", "plan.txt"] {
+        let v = check(
+            "replace",
+            json!({"file_path": refused, "old_string": "a", "new_string": "b"}),
+            P,
+            true,
+        );
+        assert_eq!(v.decision, Decision::Deny, "{refused}");
+    }
 }

@@ -237,6 +237,28 @@ impl GlobInvocation {
     }
 }
 
+/// The file a prompt's `@name` means when nothing is at that path, found
+/// as 0.61's at-command processor finds it: the first hit of the glob
+/// `**/*<name>*` over the primary root, in `glob`'s order, under the
+/// session's ignore settings (the name's own glob characters taken
+/// literally).
+pub fn find_by_name(ctx: &ToolContext, name: &str, stop: &AtomicBool) -> Option<PathBuf> {
+    let name = name.trim().trim_start_matches("./");
+    if name.is_empty() || name.split('/').any(|c| c == "..") {
+        return None;
+    }
+    let matcher = GlobBuilder::new(&format!("**/*{}*", globset::escape(name)))
+        .case_insensitive(true)
+        .literal_separator(true)
+        .build()
+        .ok()?
+        .compile_matcher();
+    let root = ctx.root();
+    let filter = SearchFilter::new(root, &ctx.settings.filtering, None);
+    let hits = find(root, root.path(), &matcher, &filter, stop);
+    sort_hits(hits, SystemTime::now()).into_iter().next()
+}
+
 /// Recent files (newest first), then the others by path.
 fn sort_hits(hits: Vec<Hit>, now: SystemTime) -> Vec<PathBuf> {
     let cutoff = now.checked_sub(RECENT).unwrap_or(SystemTime::UNIX_EPOCH);

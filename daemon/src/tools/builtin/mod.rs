@@ -20,6 +20,7 @@ pub mod grep;
 mod grep_search;
 pub mod list_directory;
 mod params;
+pub mod plan_mode;
 pub mod read_file;
 pub mod read_many_files;
 pub mod replace;
@@ -70,6 +71,8 @@ pub fn all(config: &crate::config::DaemonConfig) -> Vec<Arc<dyn Tool>> {
         Arc::new(glob::GlobTool::default()),
         Arc::new(web_fetch::WebFetchTool::default()),
         Arc::new(write_todos::WriteTodosTool::new()),
+        Arc::new(plan_mode::EnterPlanModeTool::default()),
+        Arc::new(plan_mode::ExitPlanModeTool::default()),
     ];
     // Needs the Gemini API: only with an API key.
     if let Some(search) = web_search::WebSearchConfig::from_gemini(&config.gemini) {
@@ -98,15 +101,15 @@ mod tests {
             for (name, p) in props {
                 assert!(p["description"].is_string(), "{}.{name}", t.name());
             }
-            for r in s["required"].as_array().unwrap() {
+            for r in s["required"].as_array().into_iter().flatten() {
                 assert!(props.contains_key(r.as_str().unwrap()), "{}: {r}", t.name());
             }
         }
-        assert_eq!(names.len(), 12);
+        assert_eq!(names.len(), 14);
         assert!(names.contains("google_web_search"));
         config.gemini.api_key = None;
         let without: Vec<_> = all(&config).iter().map(|t| t.name().to_owned()).collect();
-        assert_eq!(without.len(), 11);
+        assert_eq!(without.len(), 13);
         assert!(!without.iter().any(|n| n == "google_web_search"));
     }
 }

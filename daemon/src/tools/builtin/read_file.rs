@@ -223,6 +223,7 @@ impl ReadFileInvocation {
                     display: ToolDisplay::Text { text: note.clone() },
                     summary: Some(note),
                     structured: None,
+                    session_change: None,
                 })
             }
             FileClass::Binary => {
@@ -267,6 +268,7 @@ impl ReadFileInvocation {
                     },
                     summary: Some(summary),
                     structured: None,
+                    session_change: None,
                 })
             }
         }

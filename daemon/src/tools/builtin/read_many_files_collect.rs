@@ -196,6 +196,7 @@ pub fn run(
         },
         summary: Some(format!("Read {read} file(s)")),
         structured: None,
+        session_change: None,
     })
 }
 

@@ -107,7 +107,7 @@ impl Tool for ReplaceTool {
                 "`old_string` and `new_string` are identical: no change to make",
             ));
         }
-        let (root, path) = ctx.resolve(&params.file_path, "file_path")?;
+        let (root, path) = ctx.resolve_for_write(&params.file_path, "file_path")?;
         match metadata_confined(&root, &path) {
             Ok(m) if m.is_dir() => {
                 return Err(ToolError::invalid(format!(
@@ -232,6 +232,7 @@ impl ReplaceInvocation {
             display: ToolDisplay::FileDiff(diff),
             summary: Some(format!("Edited {rel}")),
             structured: None,
+            session_change: None,
         })
     }
 }

@@ -240,6 +240,7 @@ impl ToolInvocation for SaveMemoryInvocation {
             display: ToolDisplay::Text { text },
             summary: Some("Saved a memory".to_owned()),
             structured: None,
+            session_change: None,
         })
     }
 }

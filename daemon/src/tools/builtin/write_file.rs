@@ -78,7 +78,7 @@ impl Tool for WriteFileTool {
             content: common::req_field(args, "content")?,
             modified_by_user: common::opt_field(args, "modified_by_user")?,
         };
-        let (root, path) = ctx.resolve(&params.file_path, "file_path")?;
+        let (root, path) = ctx.resolve_for_write(&params.file_path, "file_path")?;
         match metadata_confined(&root, &path) {
             Ok(m) if m.is_dir() => {
                 return Err(ToolError::invalid(format!(
@@ -183,6 +183,7 @@ impl WriteFileInvocation {
             display: ToolDisplay::FileDiff(diff),
             summary: Some(summary),
             structured: None,
+            session_change: None,
         })
     }
 }
