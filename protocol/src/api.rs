@@ -417,6 +417,20 @@ pub trait GeminidApi {
         #[argument(rename = "sessionId")] session_id: Option<String>,
         cwd: Option<String>,
     ) -> RpcResult<crate::hooks::HookList>;
+
+    /// `session.answer {sessionId, questionId, action, content?}`: answers
+    /// a `questionAsked` question (`accept` with `content`, `decline`,
+    /// `cancel`). The first answer wins: a later one is error -32044
+    /// naming who answered; `content` that does not fit the question's
+    /// fields is error -32602 and the question stays open.
+    #[method(name = "session.answer", param_kind = map, with_extensions)]
+    async fn answer_question(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+        #[argument(rename = "questionId")] question_id: String,
+        action: crate::question::AnswerAction,
+        content: Option<Value>,
+    ) -> RpcResult<crate::question::AnswerResult>;
 }
 
 /// `session.prompt` with plain text, the common case.

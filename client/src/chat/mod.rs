@@ -565,6 +565,11 @@ impl Chat<'_> {
                 self.view
                     .print(&s.cyan(&crate::cli::render::todos_text(todos)));
             }
+            EventPayload::QuestionAsked { .. } | EventPayload::QuestionClosed { .. } => {
+                if let Some(line) = crate::cli::render::question_line(&event.payload) {
+                    self.view.print(&s.cyan(&line));
+                }
+            }
             EventPayload::HookRun { decision, .. } => {
                 if let Some(line) = crate::command::hook_run_line(&event.payload) {
                     let line = match decision.as_str() {

@@ -15,6 +15,7 @@ mod hooks;
 mod idle;
 mod manager;
 mod prompts;
+mod questions;
 mod resource_refs;
 mod undo;
 
@@ -53,6 +54,9 @@ pub enum SessionError {
     Store(#[from] StoreError),
     #[error("{0}")]
     Checkpoints(String),
+    /// `session.answer` for a question that is no longer open.
+    #[error("{0}")]
+    QuestionClosed(String),
     #[error("{}", conflict_message(.0))]
     RestoreConflict(Vec<crate::checkpoints::Conflict>),
 }
