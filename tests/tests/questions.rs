@@ -285,3 +285,140 @@ async fn an_unanswered_question_ends_at_its_timeout() {
     assert_eq!(state, CallState::Success, "{text}");
     assert!(text.contains("User cancelled"), "{text}");
 }
+
+fn model_daemon(base_url: &str) -> TestDaemon {
+    TestDaemon::start_with_env(&[
+        ("GEMINI_API_KEY", "test-key"),
+        ("GOOGLE_GEMINI_BASE_URL", base_url),
+        ("GEMINI_MODEL", "gemini-2.5-flash"),
+    ])
+}
+
+fn ask_args() -> serde_json::Value {
+    json!({"questions": [
+        {"question": "Which database?", "header": "DB", "type": "choice",
+         "options": [{"label": "Postgres", "description": "solid"}, {"label": "SQLite", "description": "small"}]},
+        {"question": "Project name?", "header": "Name", "type": "text"}
+    ]})
+}
+
+/// The text of every function response the model was sent.
+fn function_responses(fake: &geminid_tests::fake_model::FakeModel) -> String {
+    fake.seen()
+        .iter()
+        .flat_map(|s| s.body["contents"].as_array().cloned().unwrap_or_default())
+        .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
+        .filter_map(|p| p.get("functionResponse").map(|r| r.to_string()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_user_is_answered_from_a_second_client_and_the_model_reads_the_answers() {
+    use geminid_tests::fake_model::{FakeModel, gemini};
+    let fake = FakeModel::scripted(vec![
+        gemini::call_reply(&[("ask_user", ask_args())]),
+        gemini::answer(&["thanks"]),
+    ])
+    .await;
+    let d = model_daemon(fake.base_url.as_str());
+    let a = d.client().await;
+    let b = d.client().await;
+    // Default mode: ask_user needs no approval, the question is enough.
+    let sid = session_in(&a, &d.workspace, None, Some(true)).await;
+    let mut sub_a = subscribe(&a, &sid).await;
+    let mut sub_b = subscribe(&b, &sid).await;
+    let turn = a
+        .prompt(sid.clone(), "set it up".into())
+        .await
+        .expect("prompt")
+        .turn_id;
+    let (qid, payload) = asked(&mut sub_b).await;
+    let EventPayload::QuestionAsked {
+        asked_by,
+        fields,
+        message,
+        ..
+    } = payload
+    else {
+        unreachable!()
+    };
+    assert_eq!(asked_by, QuestionAsker::Model);
+    assert_eq!(message, "Asking user: Which database?, Project name?");
+    assert_eq!(fields[0].name, "0");
+    assert_eq!(fields[0].title.as_deref(), Some("DB"));
+    assert!(fields[0].other, "an Other answer is allowed");
+    assert_eq!(fields[0].options[1].value, "SQLite");
+    b.answer_question(
+        sid.clone(),
+        qid.clone(),
+        AnswerAction::Accept,
+        Some(json!({"0": "SQLite", "1": "shop"})),
+    )
+    .await
+    .expect("answer");
+    let (action, by, _) = closed(&mut sub_a, &qid).await;
+    assert_eq!(action, AnswerAction::Accept);
+    assert!(by.is_some());
+    collect_until(
+        &mut sub_a,
+        |e| matches!(&e.payload, EventPayload::TurnFinished { turn_id, .. } if *turn_id == turn),
+    )
+    .await;
+    let sent = function_responses(&fake);
+    assert!(
+        sent.contains(r#"{\"answers\":{\"0\":\"SQLite\",\"1\":\"shop\"}}"#),
+        "{sent}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ask_user_is_refused_in_a_non_interactive_session_and_dismissed_when_declined() {
+    use geminid_tests::fake_model::{FakeModel, gemini};
+    let fake = FakeModel::scripted(vec![
+        gemini::call_reply(&[("ask_user", ask_args())]),
+        gemini::answer(&["ok"]),
+        gemini::call_reply(&[("ask_user", ask_args())]),
+        gemini::answer(&["ok"]),
+    ])
+    .await;
+    let d = model_daemon(fake.base_url.as_str());
+    let c = d.client().await;
+    // Not offered, and refused, where nobody can answer (0.61's rule).
+    let batch = session_in(&c, &d.workspace, Some(ApprovalMode::Yolo), Some(false)).await;
+    let events = run_turn(&c, &batch, "go").await;
+    let refused = events.iter().find_map(|e| match &e.payload {
+        EventPayload::ToolCall(call) if call.name == "ask_user" && call.state.is_terminal() => {
+            Some(call.clone())
+        }
+        _ => None,
+    });
+    let refused = refused.expect("the ask_user call");
+    assert_eq!(refused.state, CallState::Error, "{refused:?}");
+    assert!(
+        call_text(&refused).contains("non-interactive"),
+        "{refused:?}"
+    );
+    let first = &fake.seen()[0].body;
+    assert!(
+        !first.to_string().contains("\"ask_user\""),
+        "declared: {first}"
+    );
+
+    // Interactive, and the person declines: the model reads 0.61's words.
+    let sid = session_in(&c, &d.workspace, None, Some(true)).await;
+    let mut sub = subscribe(&c, &sid).await;
+    c.prompt(sid.clone(), "go".into()).await.expect("prompt");
+    let (qid, _) = asked(&mut sub).await;
+    c.answer_question(sid.clone(), qid, AnswerAction::Decline, None)
+        .await
+        .expect("decline");
+    collect_until(&mut sub, |e| {
+        matches!(&e.payload, EventPayload::TurnFinished { .. })
+    })
+    .await;
+    assert!(
+        function_responses(&fake).contains("User dismissed ask_user dialog without answering."),
+        "{}",
+        function_responses(&fake)
+    );
+}
