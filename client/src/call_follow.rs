@@ -63,27 +63,9 @@ impl CallFollow {
         })
     }
 
-    /// The call's next snapshot with the event that carried it; other
-    /// events of the session are skipped.
-    pub async fn next(&mut self) -> Result<(SessionEvent, Box<ToolCallSnapshot>), FollowError> {
-        loop {
-            let event = match self.events.next().await {
-                Some(Ok(event)) => event,
-                Some(Err(e)) => return Err(FollowError::BadEvent(e.to_string())),
-                None => return Err(FollowError::Closed),
-            };
-            if let EventPayload::ToolCall(call) = &event.payload
-                && call.call_id == self.call_id
-            {
-                let call = call.clone();
-                return Ok((event, call));
-            }
-        }
-    }
-
-    /// Like `next`, but a question the session asks (`questionAsked`,
-    /// `questionClosed`) is handed over too: the call may be waiting for
-    /// its answer.
+    /// The call's next snapshot with the event that carried it, or a
+    /// question the session asks (`questionAsked`, `questionClosed`): the
+    /// call may be waiting for its answer. Other events are skipped.
     pub async fn next_or_question(&mut self) -> Result<Followed, FollowError> {
         loop {
             let event = match self.events.next().await {

@@ -137,6 +137,8 @@ pub async fn chat(ctx: &Ctx, args: ChatArgs) -> Outcome {
         caught_up: args.session.is_none(),
         history_end: session.last_seq,
         leave_armed: false,
+        questions: Default::default(),
+        filling: None,
     };
     chat.banner(&session);
 
@@ -229,6 +231,9 @@ struct Chat<'a> {
     history_end: u64,
     /// Ctrl-C was pressed with nothing running: another one leaves.
     leave_armed: bool,
+    /// The session's open questions, and the one being answered here.
+    questions: crate::questions::QuestionBook,
+    filling: Option<crate::questions::Filling>,
 }
 
 impl Chat<'_> {
@@ -264,6 +269,9 @@ impl Chat<'_> {
         let trimmed = text.trim();
         if let Some(command) = commands::parse(trimmed) {
             return self.command(command).await;
+        }
+        if self.filling.is_some() {
+            return self.answer_question(trimmed).await;
         }
         if let Some(call) = self.confirm.asking().cloned() {
             match answers::parse(&call, trimmed) {
@@ -401,19 +409,70 @@ impl Chat<'_> {
         Ok(())
     }
 
-    /// Asks about the next pending call, if nothing is being asked.
+    /// Asks about the next pending call, if nothing is being asked;
+    /// else about the session's oldest open question.
     fn ask(&mut self) {
-        if !self.caught_up {
+        if !self.caught_up || self.filling.is_some() {
             return;
         }
         if let Some(call) = self.confirm.next_question() {
             let question = self.view.confirmation(&call);
             self.view.print(&question);
+            return;
         }
+        if self.confirm.asking().is_some() {
+            return;
+        }
+        if let Some(q) = self.questions.first() {
+            let s = self.style();
+            let (filling, prompt) = crate::questions::Filling::start(q);
+            self.view.print(&s.yellow(&crate::questions::heading(q)));
+            self.view.print(prompt.trim_end());
+            self.filling = Some(filling);
+        }
+    }
+
+    /// One line of the answer to the question being filled in.
+    async fn answer_question(&mut self, line: &str) -> Result<Flow, Failure> {
+        use crate::questions::Step;
+        let s = self.style();
+        let Some(filling) = self.filling.as_mut() else {
+            return Ok(Flow::Go);
+        };
+        match filling.take(line) {
+            Step::Next(prompt) | Step::Again(prompt) => self.view.print(prompt.trim_end()),
+            Step::Done(action, content) => {
+                let question_id = filling.question_id.clone();
+                self.filling = None;
+                match self
+                    .client
+                    .answer_question(self.session_id.clone(), question_id, action, content)
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(jsonrpsee::core::ClientError::Call(e)) => self
+                        .view
+                        .print(&s.red(&format!("  not accepted: {}", e.message()))),
+                    Err(e) => return Err(e.into()),
+                }
+                self.ask();
+            }
+        }
+        Ok(Flow::Go)
     }
 
     fn event(&mut self, event: &SessionEvent) {
         let s = self.style();
+        if let Some(closed) = self.questions.observe(&event.payload)
+            && self.filling.as_ref().map(|f| f.question_id.as_str())
+                == Some(closed.question_id.as_str())
+        {
+            self.filling = None;
+            self.view.print(&s.dim(&format!(
+                "  ↳ (question {} {})",
+                closed.question_id, closed.how
+            )));
+        }
         match &event.payload {
             EventPayload::SessionCreated { .. } => {}
             EventPayload::PromptQueued { turn_id, text } => {

@@ -4,6 +4,7 @@
 //! put one to its session. Pure, apart from the one-shot channel the
 //! answer comes back on; the session's side is `session/questions.rs`.
 
+pub mod book;
 pub mod form;
 
 use std::sync::Arc;

@@ -164,7 +164,7 @@ pub(super) struct Actor {
     /// Where the SessionStart hooks are, and the context they added.
     pub(super) session_start: crate::hooks::lifecycle::SessionStart,
     /// Open questions (`questions.rs`).
-    pub(super) questions: super::questions::Questions,
+    pub(super) questions: crate::questions::book::QuestionBook,
 }
 
 /// How `session.compress` is answered.
@@ -263,7 +263,7 @@ pub fn spawn(
         unloader,
         call_hooks: HashMap::new(),
         session_start: crate::hooks::lifecycle::SessionStart::default(),
-        questions: super::questions::Questions::default(),
+        questions: crate::questions::book::QuestionBook::default(),
     };
     tracker.spawn(async move {
         if fresh {

@@ -8,50 +8,15 @@
 //! longer than that. Open questions live only in the actor's memory: a
 //! daemon restart ends them with their calls (marked interrupted).
 
-use std::collections::{HashMap, VecDeque};
-
 use geminid_protocol::event::EventPayload;
 use serde_json::Value;
 use tokio::sync::oneshot;
 
 use super::SessionError;
 use super::actor::{Actor, Internal};
-use crate::questions::{Action, Answer, Asker, Form, Question};
+use crate::questions::book::Open;
+use crate::questions::{Action, Answer, Asker, Question};
 use crate::wire;
-
-/// How many ended questions are remembered, to tell a late answer who
-/// answered first.
-const REMEMBER_CLOSED: usize = 256;
-
-#[derive(Default)]
-pub(super) struct Questions {
-    open: HashMap<String, Open>,
-    /// Ended questions, oldest first: id and how they ended, in words.
-    closed: VecDeque<(String, String)>,
-}
-
-struct Open {
-    call_id: Option<String>,
-    form: Form,
-    reply: oneshot::Sender<Answer>,
-}
-
-impl Questions {
-    fn remember(&mut self, id: String, how: String) {
-        if self.closed.len() >= REMEMBER_CLOSED {
-            self.closed.pop_front();
-        }
-        self.closed.push_back((id, how));
-    }
-
-    fn ended(&self, id: &str) -> Option<&str> {
-        self.closed
-            .iter()
-            .rev()
-            .find(|(q, _)| q == id)
-            .map(|(_, how)| how.as_str())
-    }
-}
 
 impl Actor {
     /// The way a call of this session asks its questions.
@@ -103,7 +68,7 @@ impl Actor {
             let _ = reply.send(Answer::decline());
             return;
         }
-        self.questions.open.insert(
+        self.questions.insert(
             question_id.clone(),
             Open {
                 call_id,
@@ -132,7 +97,7 @@ impl Actor {
         content: Option<&Value>,
         by: String,
     ) -> Result<Option<Value>, SessionError> {
-        let Some(open) = self.questions.open.get(question_id) else {
+        let Some(open) = self.questions.get(question_id) else {
             return Err(SessionError::QuestionClosed(
                 match self.questions.ended(question_id) {
                     Some(how) => format!("question `{question_id}` is closed: {how}"),
@@ -148,7 +113,7 @@ impl Actor {
             ),
             Action::Decline | Action::Cancel => None,
         };
-        let Some(open) = self.questions.open.remove(question_id) else {
+        let Some(open) = self.questions.remove(question_id) else {
             return Err(SessionError::QuestionClosed(question_id.to_owned()));
         };
         let shown = content.clone().map(Value::Object);
@@ -165,28 +130,20 @@ impl Actor {
 
     /// A call ended (finished, failed or cancelled): its questions end.
     pub(super) fn end_questions_of(&mut self, call_id: &str) {
-        let ids: Vec<String> = self
-            .questions
-            .open
-            .iter()
-            .filter(|(_, q)| q.call_id.as_deref() == Some(call_id))
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in ids {
+        for id in self.questions.of_call(call_id) {
             self.end_question(&id, "its call ended");
         }
     }
 
     /// The session stops: every question ends.
     pub(super) fn end_all_questions(&mut self, reason: &str) {
-        let ids: Vec<String> = self.questions.open.keys().cloned().collect();
-        for id in ids {
+        for id in self.questions.ids() {
             self.end_question(&id, reason);
         }
     }
 
     fn end_question(&mut self, question_id: &str, reason: &str) {
-        let Some(open) = self.questions.open.remove(question_id) else {
+        let Some(open) = self.questions.remove(question_id) else {
             return;
         };
         let _ = open.reply.send(Answer::cancel());
