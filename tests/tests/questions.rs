@@ -422,3 +422,51 @@ async fn ask_user_is_refused_in_a_non_interactive_session_and_dismissed_when_dec
         function_responses(&fake)
     );
 }
+
+fn gemctl_command(d: &TestDaemon, args: &str) -> String {
+    format!(
+        "cd '{ws}' && env HOME='{home}' TERM=tmux-256color '{bin}' --socket '{socket}' {args}",
+        ws = d.workspace.display(),
+        home = d.home().display(),
+        bin = gemctl_bin().display(),
+        socket = d.socket.display(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attach_asks_field_by_field_and_the_other_terminal_sees_it_withdrawn() {
+    use geminid_tests::fake_model::{FakeModel, gemini};
+    use geminid_tests::tmux::Tmux;
+    let fake = FakeModel::scripted(vec![
+        gemini::call_reply(&[("ask_user", ask_args())]),
+        gemini::answer(&["noted"]),
+    ])
+    .await;
+    let d = model_daemon(fake.base_url.as_str());
+    let c = d.client().await;
+    let sid = session_in(&c, &d.workspace, None, Some(true)).await;
+    let tmux = Tmux::new(d.dir.path());
+    for pane in ["a", "b"] {
+        tmux.start(pane, &gemctl_command(&d, &format!("attach {sid}")));
+        tmux.wait_for(pane, "attached to").await;
+    }
+    c.prompt(sid.clone(), "set it up".into())
+        .await
+        .expect("prompt");
+    // Both terminals ask; the second answers the choice by number and the
+    // text field, and the first one's question is withdrawn.
+    tmux.wait_for("a", "1. Postgres: solid").await;
+    let screen = tmux.wait_for("b", "number or text:").await;
+    assert!(screen.contains("? the model asks"), "{screen}");
+    tmux.line("b", "2");
+    tmux.wait_for("b", "Project name?").await;
+    tmux.line("b", "shop");
+    let screen = tmux.wait_for("a", "accepted by").await;
+    assert!(screen.contains("(question q-"), "{screen}");
+    tmux.wait_for("a", "finished: completed").await;
+    let sent = function_responses(&fake);
+    assert!(
+        sent.contains(r#"{\"answers\":{\"0\":\"SQLite\",\"1\":\"shop\"}}"#),
+        "{sent}"
+    );
+}
