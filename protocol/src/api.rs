@@ -289,11 +289,11 @@ pub trait GeminidApi {
     /// `env` over it; its whole process group is killed when the probe
     /// ends. `headers` go with every HTTP request.
     ///
-    /// `acceptElicitationDefaults: true` answers the server's
-    /// `elicitation/create` requests with `accept` and each property's
-    /// `default` (and advertises the elicitation capability); without it
-    /// they are declined, as for configured servers, since the daemon has
-    /// nobody to ask. `gemctl mcp probe` sets it.
+    /// The server's `elicitation/create` requests take the path a
+    /// session's do (the call's question) and are answered by the probe:
+    /// `acceptElicitationDefaults: true` answers `accept` with each
+    /// field's `default` (declined when a required field has none);
+    /// without it they are declined. `gemctl mcp probe` sets it.
     ///
     /// `oauth` is an `oauth` block as in a server entry (`clientId`,
     /// `clientSecret`, `scopes`, ...): a server that answers 401 is
