@@ -21,6 +21,14 @@ pub(crate) enum FollowError {
     Closed,
 }
 
+/// What following a call brought.
+pub(crate) enum Followed {
+    /// The call's next snapshot, with the event that carried it.
+    Call(SessionEvent, Box<ToolCallSnapshot>),
+    /// A question asked or closed in the session.
+    Question(SessionEvent),
+}
+
 /// A call that has been started, and the events that tell its story.
 pub(crate) struct CallFollow {
     pub session_id: String,
@@ -55,20 +63,25 @@ impl CallFollow {
         })
     }
 
-    /// The call's next snapshot with the event that carried it; other
-    /// events of the session are skipped.
-    pub async fn next(&mut self) -> Result<(SessionEvent, Box<ToolCallSnapshot>), FollowError> {
+    /// The call's next snapshot with the event that carried it, or a
+    /// question the session asks (`questionAsked`, `questionClosed`): the
+    /// call may be waiting for its answer. Other events are skipped.
+    pub async fn next_or_question(&mut self) -> Result<Followed, FollowError> {
         loop {
             let event = match self.events.next().await {
                 Some(Ok(event)) => event,
                 Some(Err(e)) => return Err(FollowError::BadEvent(e.to_string())),
                 None => return Err(FollowError::Closed),
             };
-            if let EventPayload::ToolCall(call) = &event.payload
-                && call.call_id == self.call_id
-            {
-                let call = call.clone();
-                return Ok((event, call));
+            match &event.payload {
+                EventPayload::ToolCall(call) if call.call_id == self.call_id => {
+                    let call = call.clone();
+                    return Ok(Followed::Call(event, call));
+                }
+                EventPayload::QuestionAsked { .. } | EventPayload::QuestionClosed { .. } => {
+                    return Ok(Followed::Question(event));
+                }
+                _ => {}
             }
         }
     }

@@ -25,6 +25,7 @@ mod client;
 mod command;
 mod edit;
 mod mcp_serve;
+mod questions;
 mod start;
 pub mod transport;
 

@@ -40,6 +40,10 @@ pub struct DaemonConfig {
     /// How long a loaded session with nothing to do stays in memory
     /// (`GEMINID_SESSION_IDLE`, seconds; default 600; `0`: for good).
     pub session_idle: Option<std::time::Duration>,
+    /// How long a question (elicitation, `ask_user`) waits for an answer
+    /// before it ends as `cancel` (`GEMINID_QUESTION_TIMEOUT`, seconds;
+    /// default 600, the MCP calls' own default).
+    pub question_timeout: std::time::Duration,
 }
 
 /// Where and how to reach the Gemini API.
@@ -129,6 +133,8 @@ impl DaemonConfig {
             shell_timeout: env_seconds("GEMINID_SHELL_TIMEOUT")
                 .unwrap_or(std::time::Duration::from_secs(600)),
             session_idle: session_idle_from_env(),
+            question_timeout: env_seconds("GEMINID_QUESTION_TIMEOUT")
+                .unwrap_or(std::time::Duration::from_secs(600)),
         }
     }
 }

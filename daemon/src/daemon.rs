@@ -149,6 +149,7 @@ impl Daemon {
                 discovery: discovery.clone(),
                 sandbox_places: places.clone(),
                 hooks: hooks.clone(),
+                question_timeout: config.question_timeout,
             },
             config.session_idle,
         );

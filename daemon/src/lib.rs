@@ -19,6 +19,7 @@ pub mod memory;
 pub mod model;
 pub mod policy;
 pub mod problems;
+pub mod questions;
 pub mod rpc;
 pub mod safety;
 pub mod sandbox;

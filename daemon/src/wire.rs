@@ -592,3 +592,96 @@ pub fn hook_list(
         problems: set.problems.clone(),
     }
 }
+
+/// Who asks a question, on the wire.
+pub fn question_asker(
+    asked_by: &crate::questions::AskedBy,
+) -> geminid_protocol::question::QuestionAsker {
+    use geminid_protocol::question::QuestionAsker;
+    match asked_by {
+        crate::questions::AskedBy::Mcp(server) => QuestionAsker::Mcp {
+            server: server.clone(),
+        },
+        crate::questions::AskedBy::Model => QuestionAsker::Model,
+    }
+}
+
+/// A question's form as the fields clients show.
+pub fn question_fields(
+    form: &crate::questions::Form,
+) -> Vec<geminid_protocol::question::QuestionField> {
+    use crate::questions::FieldKind;
+    use geminid_protocol::question::{QuestionField, QuestionOption};
+    let options = |choices: &[crate::questions::form::Choice]| {
+        choices
+            .iter()
+            .map(|c| QuestionOption {
+                value: c.value.clone(),
+                label: c.label.clone(),
+                description: c.description.clone(),
+            })
+            .collect::<Vec<_>>()
+    };
+    form.fields
+        .iter()
+        .map(|f| {
+            let mut field = QuestionField {
+                name: f.name.clone(),
+                title: f.title.clone(),
+                description: f.description.clone(),
+                kind: String::new(),
+                required: f.required,
+                default: f.default.clone(),
+                options: Vec::new(),
+                other: false,
+                format: None,
+                minimum: None,
+                maximum: None,
+            };
+            match &f.kind {
+                FieldKind::Text { format, .. } => {
+                    field.kind = "string".into();
+                    field.format = format.clone();
+                }
+                FieldKind::Number {
+                    integer,
+                    minimum,
+                    maximum,
+                } => {
+                    field.kind = if *integer { "integer" } else { "number" }.into();
+                    field.minimum = *minimum;
+                    field.maximum = *maximum;
+                }
+                FieldKind::Boolean => field.kind = "boolean".into(),
+                FieldKind::Choice { options: o, other } => {
+                    field.kind = "choice".into();
+                    field.options = options(o);
+                    field.other = *other;
+                }
+                FieldKind::Choices { options: o, .. } => {
+                    field.kind = "choices".into();
+                    field.options = options(o);
+                }
+            }
+            field
+        })
+        .collect()
+}
+
+pub fn answer_action(action: crate::questions::Action) -> geminid_protocol::question::AnswerAction {
+    use geminid_protocol::question::AnswerAction;
+    match action {
+        crate::questions::Action::Accept => AnswerAction::Accept,
+        crate::questions::Action::Decline => AnswerAction::Decline,
+        crate::questions::Action::Cancel => AnswerAction::Cancel,
+    }
+}
+
+pub fn action_of(action: geminid_protocol::question::AnswerAction) -> crate::questions::Action {
+    use geminid_protocol::question::AnswerAction;
+    match action {
+        AnswerAction::Accept => crate::questions::Action::Accept,
+        AnswerAction::Decline => crate::questions::Action::Decline,
+        AnswerAction::Cancel => crate::questions::Action::Cancel,
+    }
+}

@@ -298,11 +298,11 @@ pub trait GeminidApi {
     /// `env` over it; its whole process group is killed when the probe
     /// ends. `headers` go with every HTTP request.
     ///
-    /// `acceptElicitationDefaults: true` answers the server's
-    /// `elicitation/create` requests with `accept` and each property's
-    /// `default` (and advertises the elicitation capability); without it
-    /// they are declined, as for configured servers, since the daemon has
-    /// nobody to ask. `gemctl mcp probe` sets it.
+    /// The server's `elicitation/create` requests take the path a
+    /// session's do (the call's question) and are answered by the probe:
+    /// `acceptElicitationDefaults: true` answers `accept` with each
+    /// field's `default` (declined when a required field has none);
+    /// without it they are declined. `gemctl mcp probe` sets it.
     ///
     /// `oauth` is an `oauth` block as in a server entry (`clientId`,
     /// `clientSecret`, `scopes`, ...): a server that answers 401 is
@@ -426,6 +426,20 @@ pub trait GeminidApi {
         #[argument(rename = "sessionId")] session_id: Option<String>,
         cwd: Option<String>,
     ) -> RpcResult<crate::hooks::HookList>;
+
+    /// `session.answer {sessionId, questionId, action, content?}`: answers
+    /// a `questionAsked` question (`accept` with `content`, `decline`,
+    /// `cancel`). The first answer wins: a later one is error -32044
+    /// naming who answered; `content` that does not fit the question's
+    /// fields is error -32602 and the question stays open.
+    #[method(name = "session.answer", param_kind = map, with_extensions)]
+    async fn answer_question(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+        #[argument(rename = "questionId")] question_id: String,
+        action: crate::question::AnswerAction,
+        content: Option<Value>,
+    ) -> RpcResult<crate::question::AnswerResult>;
 }
 
 /// `session.prompt` with plain text, the common case.

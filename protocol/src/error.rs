@@ -61,3 +61,7 @@ pub const MCP_AUTH_FAILED: i32 = -32051;
 /// prompt (server not connected, no answer, or the server's error); the
 /// message says which.
 pub const MCP_READ_FAILED: i32 = -32055;
+/// `session.answer`: the question is no longer open (another client
+/// answered it first, it timed out, its call ended) or never was; the
+/// message says which and, when answered, by whom.
+pub const QUESTION_CLOSED: i32 = -32046;

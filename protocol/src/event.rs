@@ -184,6 +184,33 @@ pub enum EventPayload {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         system_message: Option<String>,
     },
+    /// A question for the session's people (an MCP server's elicitation,
+    /// the model's `ask_user`): answer it with `session.answer`. It stays
+    /// open until a `questionClosed` event with its id, or until its call
+    /// (`callId`) ends; questions do not survive a daemon restart.
+    #[serde(rename_all = "camelCase")]
+    QuestionAsked {
+        question_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        asked_by: crate::question::QuestionAsker,
+        message: String,
+        fields: Vec<crate::question::QuestionField>,
+        /// Seconds until it ends as `cancel` unanswered.
+        timeout_secs: u64,
+    },
+    /// A question ended: answered (`by` names the client), declined at
+    /// once (nobody to ask), timed out or cancelled with its call.
+    #[serde(rename_all = "camelCase")]
+    QuestionClosed {
+        question_id: String,
+        action: crate::question::AnswerAction,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+        /// Why, when no client answered it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
 }
 
 /// The final notification of a subscription the daemon ends itself (the

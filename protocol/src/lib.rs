@@ -20,6 +20,7 @@ pub mod hooks;
 pub mod mcp;
 pub mod paths;
 pub mod policy;
+pub mod question;
 pub mod session;
 pub mod tool;
 pub mod turn;

@@ -233,8 +233,44 @@ impl Follower {
             EventPayload::ApprovalModeChanged { approval_mode } => self.update(
                 json!({"sessionUpdate": "current_mode_update", "currentModeId": approval_mode.as_str()}),
             ),
+            EventPayload::QuestionAsked {
+                question_id,
+                asked_by,
+                message,
+                ..
+            } if self.replayed => self.decline_question(question_id, asked_by, message).await,
             _ => {}
         }
+    }
+
+    /// ACP has no way to put a question (an elicitation, `ask_user`) to
+    /// the editor's user: it is declined at once, and the editor is told
+    /// so in the agent's message, rather than left waiting for a timeout.
+    async fn decline_question(
+        &self,
+        question_id: &str,
+        asked_by: &geminid_protocol::question::QuestionAsker,
+        message: &str,
+    ) {
+        let who = crate::questions::asker_words(asked_by);
+        let result = self
+            .client
+            .answer_question(
+                self.session_id.clone(),
+                question_id.to_owned(),
+                geminid_protocol::question::AnswerAction::Decline,
+                None,
+            )
+            .await;
+        let notice = match result {
+            Ok(_) => format!(
+                "\n[geminid: {who} asked \"{message}\"; declined: ACP offers no way to ask it here; to answer such questions, follow the session with `gemctl attach {}`]\n",
+                self.session_id
+            ),
+            // Another client answered first, or it ended.
+            Err(_) => return,
+        };
+        self.update(convert::chunk("agent_message_chunk", &notice));
     }
 
     fn is_own(&self, text: &str) -> bool {

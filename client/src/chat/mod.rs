@@ -141,6 +141,8 @@ pub async fn chat(ctx: &Ctx, args: ChatArgs) -> Outcome {
         leave_armed: false,
         feedback_for: None,
         mode: session.approval_mode,
+        questions: Default::default(),
+        filling: None,
     };
     chat.banner(&session);
 
@@ -253,6 +255,9 @@ struct Chat<'a> {
     feedback_for: Option<String>,
     /// The session's approval mode, shown before the prompt unless default.
     mode: geminid_protocol::session::ApprovalMode,
+    /// The session's open questions, and the one being answered here.
+    questions: crate::questions::QuestionBook,
+    filling: Option<crate::questions::Filling>,
 }
 
 impl Chat<'_> {
@@ -302,6 +307,9 @@ impl Chat<'_> {
                     .await?;
                 return Ok(Flow::Go);
             }
+        }
+        if self.filling.is_some() {
+            return self.answer_question(trimmed).await;
         }
         if let Some(call) = self.confirm.asking().cloned() {
             match answers::parse(&call, trimmed) {
@@ -472,19 +480,70 @@ impl Chat<'_> {
         Ok(())
     }
 
-    /// Asks about the next pending call, if nothing is being asked.
+    /// Asks about the next pending call, if nothing is being asked;
+    /// else about the session's oldest open question.
     fn ask(&mut self) {
-        if !self.caught_up {
+        if !self.caught_up || self.filling.is_some() {
             return;
         }
         if let Some(call) = self.confirm.next_question() {
             let question = self.view.confirmation(&call);
             self.view.print(&question);
+            return;
         }
+        if self.confirm.asking().is_some() {
+            return;
+        }
+        if let Some(q) = self.questions.first() {
+            let s = self.style();
+            let (filling, prompt) = crate::questions::Filling::start(q);
+            self.view.print(&s.yellow(&crate::questions::heading(q)));
+            self.view.print(prompt.trim_end());
+            self.filling = Some(filling);
+        }
+    }
+
+    /// One line of the answer to the question being filled in.
+    async fn answer_question(&mut self, line: &str) -> Result<Flow, Failure> {
+        use crate::questions::Step;
+        let s = self.style();
+        let Some(filling) = self.filling.as_mut() else {
+            return Ok(Flow::Go);
+        };
+        match filling.take(line) {
+            Step::Next(prompt) | Step::Again(prompt) => self.view.print(prompt.trim_end()),
+            Step::Done(action, content) => {
+                let question_id = filling.question_id.clone();
+                self.filling = None;
+                match self
+                    .client
+                    .answer_question(self.session_id.clone(), question_id, action, content)
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(jsonrpsee::core::ClientError::Call(e)) => self
+                        .view
+                        .print(&s.red(&format!("  not accepted: {}", e.message()))),
+                    Err(e) => return Err(e.into()),
+                }
+                self.ask();
+            }
+        }
+        Ok(Flow::Go)
     }
 
     fn event(&mut self, event: &SessionEvent) {
         let s = self.style();
+        if let Some(closed) = self.questions.observe(&event.payload)
+            && self.filling.as_ref().map(|f| f.question_id.as_str())
+                == Some(closed.question_id.as_str())
+        {
+            self.filling = None;
+            self.view.print(&s.dim(&format!(
+                "  ↳ (question {} {})",
+                closed.question_id, closed.how
+            )));
+        }
         match &event.payload {
             EventPayload::SessionCreated { .. } => {}
             EventPayload::PromptQueued { turn_id, text } => {
@@ -636,6 +695,11 @@ impl Chat<'_> {
             EventPayload::TodosUpdated { todos } => {
                 self.view
                     .print(&s.cyan(&crate::cli::render::todos_text(todos)));
+            }
+            EventPayload::QuestionAsked { .. } | EventPayload::QuestionClosed { .. } => {
+                if let Some(line) = crate::cli::render::question_line(&event.payload) {
+                    self.view.print(&s.cyan(&line));
+                }
             }
             EventPayload::HookRun { decision, .. } => {
                 if let Some(line) = crate::command::hook_run_line(&event.payload) {

@@ -67,6 +67,7 @@ pub async fn attach(ctx: &Ctx, session_id: &str, since: u64, confirm: bool) -> O
                 if let EventPayload::ToolCall(call) = &event.payload {
                     prompter.observe(call);
                 }
+                prompter.observe_event(&event.payload);
                 // Ask only once the history is replayed, so a question is
                 // never about a call that is already decided.
                 if event.seq >= history_end {

@@ -9,7 +9,7 @@ use tokio::signal::unix::{SignalKind, signal};
 
 use super::confirm::Prompter;
 use super::render;
-use crate::call_follow::{CallFollow, FollowError};
+use crate::call_follow::{CallFollow, FollowError, Followed};
 use crate::command::{Ctx, Failure, Outcome, exit, outln, print_json, resolve_session};
 
 pub async fn tools(ctx: &Ctx, session: Option<String>) -> Outcome {
@@ -124,8 +124,20 @@ async fn follow(
                 }
                 continue;
             }
-            next = call.next() => match next {
-                Ok(next) => next,
+            next = call.next_or_question() => match next {
+                Ok(Followed::Call(event, snapshot)) => (event, snapshot),
+                Ok(Followed::Question(event)) => {
+                    if ctx.json {
+                        print_json(&event)?;
+                    } else if let Some(line) = render::question_line(&event.payload) {
+                        eprintln!("{line}");
+                    }
+                    prompter.observe_event(&event.payload);
+                    if interactive && !cancelling {
+                        prompter.ask_next();
+                    }
+                    continue;
+                }
                 Err(FollowError::BadEvent(e)) => return Err(Failure::new(exit::FAILED, format!("bad event from geminid: {e}"))),
                 Err(FollowError::Closed) => return Err(Failure::new(exit::UNREACHABLE, "geminid closed the event stream before the call finished")),
             },
@@ -140,6 +152,7 @@ async fn follow(
             eprintln!("{line}");
         }
         prompter.observe(&snapshot);
+        prompter.observe_event(&event.payload);
         if snapshot.state == CallState::AwaitingApproval && !cancelling {
             if interactive {
                 prompter.ask_next();

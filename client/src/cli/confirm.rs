@@ -1,7 +1,8 @@
 //! Asking a person at the terminal to approve pending calls, with every
 //! answer the daemon offers for the call (`answers.rs`: once, for the
-//! session, for the server, always and saved, edit, no). A question is
-//! withdrawn when another client answers first.
+//! session, for the server, always and saved, edit, no), and to answer the
+//! session's questions (`questions.rs`: elicitations, `ask_user`) field by
+//! field. A question is withdrawn when another client answers first.
 
 use std::collections::BTreeMap;
 
@@ -14,6 +15,7 @@ use tokio::io::{AsyncBufReadExt, BufReader, Lines, Stdin};
 use super::render;
 use crate::Client;
 use crate::edit::edit_args;
+use crate::questions::{self, Filling, QuestionBook, Step};
 
 pub struct Prompter {
     session_id: String,
@@ -23,6 +25,9 @@ pub struct Prompter {
     /// The plan rejected here whose feedback the next line is.
     feedback_for: Option<String>,
     stdin: Option<Lines<BufReader<Stdin>>>,
+    /// The session's open questions, and the one being answered.
+    questions: QuestionBook,
+    filling: Option<Filling>,
 }
 
 impl Prompter {
@@ -33,6 +38,20 @@ impl Prompter {
             asking: None,
             feedback_for: None,
             stdin: enabled.then(|| BufReader::new(tokio::io::stdin()).lines()),
+            questions: QuestionBook::default(),
+            filling: None,
+        }
+    }
+
+    /// Follows the session's questions (asked, closed, gone with their
+    /// call); withdraws the one being answered if it closed elsewhere.
+    pub fn observe_event(&mut self, payload: &geminid_protocol::event::EventPayload) {
+        if let Some(closed) = self.questions.observe(payload)
+            && self.filling.as_ref().map(|f| f.question_id.as_str())
+                == Some(closed.question_id.as_str())
+        {
+            eprintln!("\n  (question {} {})", closed.question_id, closed.how);
+            self.filling = None;
         }
     }
 
@@ -59,10 +78,16 @@ impl Prompter {
 
     /// Asks about the oldest pending call if nothing is being asked.
     pub fn ask_next(&mut self) {
-        if self.asking.is_some() || self.stdin.is_none() {
+        if self.asking.is_some() || self.filling.is_some() || self.stdin.is_none() {
             return;
         }
         let Some(call) = self.pending.values().next() else {
+            if let Some(q) = self.questions.first() {
+                let (filling, prompt) = Filling::start(q);
+                eprintln!("{}", questions::heading(q));
+                eprint!("{prompt}");
+                self.filling = Some(filling);
+            }
             return;
         };
         eprintln!("{}", render::confirmation_text(call));
@@ -74,13 +99,13 @@ impl Prompter {
     /// Stops asking (the call is being cancelled); a line typed later is
     /// not taken for an answer.
     pub fn withdraw(&mut self) {
-        if self.asking.take().is_some() {
+        if self.asking.take().is_some() || self.filling.take().is_some() {
             eprintln!();
         }
     }
 
     pub fn is_asking(&self) -> bool {
-        self.asking.is_some()
+        self.asking.is_some() || self.filling.is_some()
     }
 
     /// Waits for the person's next line (only call while asking).
@@ -92,6 +117,7 @@ impl Prompter {
                 // No more input: stop asking, keep following.
                 self.stdin = None;
                 self.asking = None;
+                self.filling = None;
                 None
             }
         }
@@ -103,6 +129,25 @@ impl Prompter {
         client: &Client,
         line: &str,
     ) -> Result<(), crate::command::Failure> {
+        if let Some(filling) = self.filling.as_mut() {
+            match filling.take(line) {
+                Step::Next(prompt) | Step::Again(prompt) => eprint!("{prompt}"),
+                Step::Done(action, content) => {
+                    let question_id = filling.question_id.clone();
+                    self.filling = None;
+                    if let Err(e) = client
+                        .answer_question(self.session_id.clone(), question_id, action, content)
+                        .await
+                    {
+                        eprintln!(
+                            "  not accepted: {}",
+                            crate::command::Failure::from(e).message
+                        );
+                    }
+                }
+            }
+            return Ok(());
+        }
         let Some(call_id) = self.asking.clone() else {
             return Ok(());
         };

@@ -149,9 +149,15 @@ pub async fn prompt(ctx: &Ctx, mut args: PromptArgs) -> Outcome {
                 }
                 if let EventPayload::ToolCall(call) = &event.payload {
                     prompter.observe(call);
-                    if !cancelling {
-                        prompter.ask_next();
-                    }
+                }
+                prompter.observe_event(&event.payload);
+                if !cancelling
+                    && matches!(
+                        event.payload,
+                        EventPayload::ToolCall(_) | EventPayload::QuestionAsked { .. }
+                    )
+                {
+                    prompter.ask_next();
                 }
                 if run.take(&event, &turn_id, args.format == OutputFormat::Text) {
                     break;

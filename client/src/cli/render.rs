@@ -251,6 +251,9 @@ pub fn event_line(event: &SessionEvent) -> Option<String> {
         EventPayload::PromptReferences { read, skipped, .. } => references_line(read, skipped),
         EventPayload::TodosUpdated { todos } => todos_text(todos),
         EventPayload::HookRun { .. } => crate::command::hook_run_line(&event.payload)?,
+        EventPayload::QuestionAsked { .. } | EventPayload::QuestionClosed { .. } => {
+            question_line(&event.payload)?
+        }
     };
     Some(format!("#{seq} {text}"))
 }
@@ -284,4 +287,32 @@ pub fn todos_text(todos: &[geminid_protocol::turn::TodoItem]) -> String {
         text.push_str(&format!("\n  {mark} {}", todo.description));
     }
     text
+}
+
+/// A question asked or closed, in one line (the form is prompted apart).
+pub fn question_line(payload: &EventPayload) -> Option<String> {
+    use crate::questions::{asker_words, closed_words};
+    match payload {
+        EventPayload::QuestionAsked {
+            question_id,
+            asked_by,
+            message,
+            fields,
+            ..
+        } => Some(format!(
+            "question {question_id} from {}: {message} ({} field(s); answer with `session.answer`)",
+            asker_words(asked_by),
+            fields.len()
+        )),
+        EventPayload::QuestionClosed {
+            question_id,
+            action,
+            by,
+            reason,
+        } => Some(format!(
+            "question {question_id} {}",
+            closed_words(*action, by.as_deref(), reason.as_deref())
+        )),
+        _ => None,
+    }
 }

@@ -12,6 +12,7 @@
 //! for subscribers.
 
 mod convert;
+mod elicit;
 mod link;
 mod notify;
 mod paging;

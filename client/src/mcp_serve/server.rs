@@ -21,7 +21,8 @@ use super::link::Link;
 use super::resources::{self, Offered};
 use super::watch::HistoryWatch;
 use super::{convert, notify, paging};
-use crate::call_follow::CallFollow;
+use crate::call_follow::{CallFollow, Followed};
+use geminid_protocol::event::EventPayload;
 
 /// Serves the daemon's tools for the link's session.
 pub struct DaemonTools {
@@ -226,10 +227,29 @@ impl ServerHandler for DaemonTools {
                         eprintln!("gemctl mcp serve: tool.cancel failed: {e}");
                     }
                 }
-                next = call.next() => {
-                    let (_, snapshot) = next.map_err(|e| {
+                next = call.next_or_question() => {
+                    let next = next.map_err(|e| {
                         ErrorData::internal_error(format!("geminid: following the call: {e:?}"), None)
                     })?;
+                    let snapshot = match next {
+                        Followed::Call(_, snapshot) => snapshot,
+                        Followed::Question(event) => {
+                            // This call's questions go to this MCP client.
+                            if let EventPayload::QuestionAsked { question_id, call_id, message, fields, .. } = event.payload
+                                && call_id.as_deref() == Some(call.call_id.as_str())
+                            {
+                                tokio::spawn(super::elicit::forward(
+                                    client.clone(),
+                                    session_id.clone(),
+                                    context.peer.clone(),
+                                    question_id,
+                                    message,
+                                    fields,
+                                ));
+                            }
+                            continue;
+                        }
+                    };
                     if let Some((level, data)) = notify::log_entry(&session_id, &snapshot)
                         && self.logs_at(level)
                     {

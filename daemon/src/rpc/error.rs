@@ -23,6 +23,7 @@ impl From<SessionError> for ErrorObjectOwned {
             SessionError::Store(_) => code::STORE_ERROR,
             SessionError::Busy(_) => code::SESSION_BUSY,
             SessionError::CompressionFailed(_) => code::COMPRESSION_FAILED,
+            SessionError::QuestionClosed(_) => code::QUESTION_CLOSED,
             SessionError::Checkpoints(_) => code::INTERNAL_ERROR,
             SessionError::RestoreConflict(conflicts) => {
                 let data =

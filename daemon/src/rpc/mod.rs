@@ -441,6 +441,31 @@ impl GeminidApiServer for RpcHandler {
         hooks::list(&self.daemon, session_id, cwd).await
     }
 
+    async fn answer_question(
+        &self,
+        ext: &Extensions,
+        session_id: String,
+        question_id: String,
+        action: geminid_protocol::question::AnswerAction,
+        content: Option<Value>,
+    ) -> RpcResult<geminid_protocol::question::AnswerResult> {
+        // "gemctl chat (connection 7)": who answered, for the event and
+        // for the clients that answer later.
+        let by = match ext.get::<ConnectionContext>() {
+            Some(c) => format!(
+                "{} (connection {})",
+                c.client_name.get().map_or("a client", String::as_str),
+                c.id
+            ),
+            None => "a client".to_owned(),
+        };
+        let content = self
+            .session(&session_id)?
+            .answer(question_id, wire::action_of(action), content, by)
+            .await?;
+        Ok(geminid_protocol::question::AnswerResult { content })
+    }
+
     async fn restart_mcp(&self, name: String, scope: Option<String>) -> RpcResult<McpServerInfo> {
         mcp::restart(&self.daemon, &name, scope.as_deref()).await
     }

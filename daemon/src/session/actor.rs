@@ -79,6 +79,16 @@ pub(super) enum Internal {
     SessionStarted {
         fired: crate::hooks::Fired,
     },
+    /// A running call asks its people (`session/questions.rs`).
+    Ask {
+        call_id: Option<String>,
+        question: crate::questions::Question,
+        reply: oneshot::Sender<crate::questions::Answer>,
+    },
+    /// A question's time ran out.
+    QuestionTimedOut {
+        question_id: String,
+    },
 }
 
 /// What the actor needs from the daemon.
@@ -109,6 +119,8 @@ pub struct ActorDeps {
     pub sandbox_places: Arc<crate::sandbox::DaemonPlaces>,
     /// The hooks of each workspace's sessions.
     pub hooks: Arc<crate::hooks::HookBook>,
+    /// How long a question waits for an answer (`session/questions.rs`).
+    pub question_timeout: Duration,
 }
 
 pub(super) struct Actor {
@@ -151,6 +163,8 @@ pub(super) struct Actor {
     pub(super) call_hooks: HashMap<String, crate::hooks::tool::CallHooks>,
     /// Where the SessionStart hooks are, and the context they added.
     pub(super) session_start: crate::hooks::lifecycle::SessionStart,
+    /// Open questions (`questions.rs`).
+    pub(super) questions: crate::questions::book::QuestionBook,
 }
 
 /// How `session.compress` is answered.
@@ -250,6 +264,7 @@ pub fn spawn(
         unloader,
         call_hooks: HashMap::new(),
         session_start: crate::hooks::lifecycle::SessionStart::default(),
+        questions: crate::questions::book::QuestionBook::default(),
     };
     tracker.spawn(async move {
         if fresh {
@@ -468,6 +483,18 @@ impl Actor {
                     let _ = reply.send(());
                 });
             }
+            Command::Answer {
+                question_id,
+                action,
+                content,
+                by,
+                reply,
+            } => {
+                let result = self.answer_question(&question_id, action, content.as_ref(), by);
+                self.after_commit(move || {
+                    let _ = reply.send(result);
+                });
+            }
             Command::Announce { payload } => {
                 self.emit(payload);
             }
@@ -491,6 +518,7 @@ impl Actor {
             Internal::Output { call_id, delta } => self.scheduler.output(&call_id, delta),
             Internal::Finished { call_id, outcome } => {
                 self.running.remove(&call_id);
+                self.end_questions_of(&call_id);
                 if let Ok(result) = &outcome {
                     self.after_tool_ran(&call_id, result.session_change);
                 }
@@ -506,6 +534,14 @@ impl Actor {
             }
             Internal::Turn { turn_id, msg } => return self.on_turn(turn_id, msg),
             Internal::SessionStarted { fired } => return self.session_started(fired),
+            Internal::Ask {
+                call_id,
+                question,
+                reply,
+            } => return self.ask_question(call_id, question, reply),
+            Internal::QuestionTimedOut { question_id } => {
+                return self.question_timed_out(&question_id);
+            }
         };
         self.apply(effects);
     }
@@ -514,6 +550,7 @@ impl Actor {
     /// back, and persists the outcome.
     async fn stop(&mut self, reason: &str, internal: &mut mpsc::UnboundedReceiver<Internal>) {
         self.stopping = true;
+        self.end_all_questions(reason);
         self.cancel_turn();
         self.end_session_hooks(reason).await;
         let effects = self.scheduler.cancel_all(reason);
@@ -565,6 +602,11 @@ impl Actor {
         self.emit(EventPayload::SessionRecovered {
             interrupted_calls: ids,
         });
+    }
+
+    /// How many subscriptions follow the session's events live.
+    pub(super) fn subscribers(&self) -> usize {
+        self.events.receiver_count()
     }
 
     /// The event most recently appended to the pending batch.

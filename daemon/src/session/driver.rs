@@ -524,7 +524,8 @@ impl Actor {
                     delta,
                 });
             })
-        };
+        }
+        .with_asker(self.asker_for(&call_id));
         // A panicking tool must fail its call, not the session.
         let mut run = Box::pin(async move {
             // Nothing is changed before its checkpoint is on disk: an edit

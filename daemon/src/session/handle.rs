@@ -128,6 +128,16 @@ pub(super) enum Command {
         model: Option<String>,
         reply: oneshot::Sender<SessionRecord>,
     },
+    /// Answer an open question (`session.answer`); the content the asker
+    /// got.
+    Answer {
+        question_id: String,
+        action: crate::questions::Action,
+        content: Option<Value>,
+        /// Who answered, for the event and later answers.
+        by: String,
+        reply: oneshot::Sender<Result<Option<Value>, SessionError>>,
+    },
     /// Compress what is sent to the model (between turns).
     Compress {
         reply: oneshot::Sender<Result<Option<crate::agent::Compressed>, SessionError>>,
@@ -233,6 +243,24 @@ impl SessionHandle {
             modified_args,
             feedback,
             plan_mode,
+            reply,
+        })
+        .await?
+    }
+
+    /// Answers a question; the first answer wins.
+    pub async fn answer(
+        &self,
+        question_id: String,
+        action: crate::questions::Action,
+        content: Option<Value>,
+        by: String,
+    ) -> Result<Option<Value>, SessionError> {
+        self.ask(|reply| Command::Answer {
+            question_id,
+            action,
+            content,
+            by,
             reply,
         })
         .await?

@@ -16,6 +16,7 @@ mod idle;
 mod manager;
 mod plans;
 mod prompts;
+mod questions;
 mod resource_refs;
 mod undo;
 
@@ -54,6 +55,9 @@ pub enum SessionError {
     Store(#[from] StoreError),
     #[error("{0}")]
     Checkpoints(String),
+    /// `session.answer` for a question that is no longer open.
+    #[error("{0}")]
+    QuestionClosed(String),
     #[error("{}", conflict_message(.0))]
     RestoreConflict(Vec<crate::checkpoints::Conflict>),
 }

@@ -223,18 +223,34 @@ pub enum ConfirmationDetails {
     },
 }
 
-/// Receives streaming output while a call runs. Cheap to clone.
+/// Receives streaming output while a call runs, and carries the call's
+/// way to ask its people a question (`questions::Asker`), when it has
+/// one. Cheap to clone.
 #[derive(Clone)]
-pub struct OutputSink(Arc<dyn Fn(String) + Send + Sync>);
+pub struct OutputSink(
+    Arc<dyn Fn(String) + Send + Sync>,
+    Option<crate::questions::Asker>,
+);
 
 impl OutputSink {
     pub fn new(f: impl Fn(String) + Send + Sync + 'static) -> Self {
-        OutputSink(Arc::new(f))
+        OutputSink(Arc::new(f), None)
     }
 
     /// A sink that drops everything (for tests and non-streaming callers).
     pub fn discard() -> Self {
-        OutputSink(Arc::new(|_| {}))
+        OutputSink(Arc::new(|_| {}), None)
+    }
+
+    /// The same sink, whose call asks its questions through `asker`.
+    pub fn with_asker(mut self, asker: crate::questions::Asker) -> Self {
+        self.1 = Some(asker);
+        self
+    }
+
+    /// Where the call's questions go; none: nobody can be asked.
+    pub fn asker(&self) -> Option<&crate::questions::Asker> {
+        self.1.as_ref()
     }
 
     pub fn send(&self, delta: String) {

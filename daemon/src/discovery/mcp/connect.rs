@@ -62,10 +62,8 @@ pub struct Hooks {
     progress: Mutex<HashMap<String, Arc<Progress>>>,
     /// Fired on `notifications/tools/list_changed` (and prompts).
     pub lists_changed: Notify,
-    /// Answer `elicitation/create` with each property's default (a probe
-    /// asked for it: `acceptElicitationDefaults`) instead of declining (the
-    /// daemon has nobody to ask).
-    pub accept_elicitation: bool,
+    /// The server's configured name (who asks an elicitation's question).
+    pub server: String,
     /// The last line a stdio server wrote that is not JSON (what was wrong
     /// with it); calls in flight watch it (see `stdio.rs`).
     pub invalid_json: tokio::sync::watch::Sender<Option<String>>,
@@ -77,12 +75,41 @@ pub struct Hooks {
 }
 
 impl Hooks {
-    /// Hooks that answer elicitations with their defaults when
-    /// `accept_elicitation` holds, else decline them.
-    pub fn new(accept_elicitation: bool) -> Hooks {
-        Hooks {
-            accept_elicitation,
-            ..Hooks::default()
+    /// Where an elicitation's question goes: the call whose progress
+    /// token the request names, else the one owner (session, or probe)
+    /// of every call in flight on this connection. None: no call, or
+    /// calls of several sessions (the request does not say whose).
+    pub fn asker_for_elicitation(
+        &self,
+        token: Option<&ProgressToken>,
+    ) -> Result<crate::questions::Asker, String> {
+        let progress = self.progress.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(asker) = token
+            .and_then(|t| progress.get(&token_key(t)))
+            .and_then(|p| p.sink.asker())
+        {
+            return Ok(asker.clone());
+        }
+        let askers: Vec<&crate::questions::Asker> =
+            progress.values().filter_map(|p| p.sink.asker()).collect();
+        match askers.as_slice() {
+            [] => Err("no call that can ask is in flight on this connection".into()),
+            [one] => Ok((*one).clone()),
+            [first, rest @ ..] if rest.iter().all(|a| a.owner == first.owner) => {
+                // Calls of one session: the question is the session's,
+                // not tied to one of them.
+                let mut asker = (*first).clone();
+                asker.call_id = None;
+                Ok(asker)
+            }
+            _ => Err(format!(
+                "calls of {} sessions are in flight on this connection and the request names none",
+                askers
+                    .iter()
+                    .map(|a| a.owner.as_str())
+                    .collect::<std::collections::BTreeSet<_>>()
+                    .len()
+            )),
         }
     }
 
@@ -258,36 +285,67 @@ impl ClientHandler for Handler {
         Ok(self.0.roots.as_ref().map(|r| r.roots()).unwrap_or_default())
     }
 
+    /// A form elicitation becomes a question to the people of the call
+    /// that made it (`questions/`, `session/questions.rs`); when no call
+    /// can be found, it is declined and logged.
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        if !self.0.accept_elicitation {
-            return Ok(ElicitResult::new(ElicitationAction::Decline));
-        }
-        let schema = match &request {
+        use crate::questions::{Action, AskedBy, Form, Question};
+        let server = self.0.server.clone();
+        let (message, schema, meta) = match &request {
             ElicitRequestParams::FormElicitationParams {
-                requested_schema, ..
-            } => serde_json::to_value(requested_schema).unwrap_or(Value::Null),
-            _ => return Ok(ElicitResult::new(ElicitationAction::Decline)),
-        };
-        let mut content = serde_json::Map::new();
-        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
-            for (name, prop) in props {
-                if let Some(default) = prop.get("default") {
-                    content.insert(name.clone(), default.clone());
-                }
+                message,
+                requested_schema,
+                meta,
+            } => (
+                message.clone(),
+                serde_json::to_value(requested_schema).unwrap_or(Value::Null),
+                meta.clone(),
+            ),
+            _ => {
+                tracing::info!(%server, "declined a URL elicitation: only form mode is offered");
+                return Ok(ElicitResult::new(ElicitationAction::Decline));
             }
-        }
-        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content)))
+        };
+        let form = Form::from_schema(&schema)
+            .map_err(|why| ErrorData::invalid_params(format!("requestedSchema: {why}"), None))?;
+        let token = meta
+            .as_ref()
+            .and_then(|m| m.get_progress_token())
+            .or_else(|| context.meta.get_progress_token());
+        let asker = match self.0.asker_for_elicitation(token.as_ref()) {
+            Ok(asker) => asker,
+            Err(why) => {
+                tracing::warn!(%server, "declined an elicitation: {why}");
+                return Ok(ElicitResult::new(ElicitationAction::Decline));
+            }
+        };
+        let question = Question {
+            asked_by: AskedBy::Mcp(server),
+            message,
+            form,
+        };
+        let answer = tokio::select! {
+            answer = asker.ask(question) => answer,
+            // The server gave up on its request.
+            () = context.ct.cancelled() => crate::questions::Answer::cancel(),
+        };
+        Ok(match answer.action {
+            Action::Accept => ElicitResult::new(ElicitationAction::Accept)
+                .with_content(Value::Object(answer.content.unwrap_or_default())),
+            Action::Decline => ElicitResult::new(ElicitationAction::Decline),
+            Action::Cancel => ElicitResult::new(ElicitationAction::Cancel),
+        })
     }
 
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = serde_json::Map::new();
-        if self.0.accept_elicitation {
-            capabilities.insert("elicitation".into(), serde_json::json!({"form": {}}));
-        }
+        // Form elicitation, for every server: a question to the people of
+        // the call that asks (declined when nobody can answer).
+        capabilities.insert("elicitation".into(), serde_json::json!({"form": {}}));
         if self.0.roots.is_some() {
             capabilities.insert("roots".into(), serde_json::json!({"listChanged": true}));
         }

@@ -130,7 +130,7 @@ pub async fn probe(
         scope: "probe".into(),
         oauth: request.oauth.clone(),
     };
-    let hooks = Hooks::new(request.accept_elicitation_defaults);
+    let hooks = Hooks::default();
     // Tokens live as long as the probe; a login follows the authorization
     // URL itself (the server under test approves at once).
     let auth = ServerAuth::new(Arc::new(TokenStore::memory()), true);
@@ -151,7 +151,8 @@ pub async fn probe(
                         .unwrap_or_else(|e| e.into_inner())
                         .push(batch);
                 })
-            };
+            }
+            .with_asker(probe_asker(request.accept_elicitation_defaults));
             server
                 .call(&name, &name, Value::Object(args), cancel.clone(), sink)
                 .await
@@ -180,6 +181,30 @@ pub async fn probe(
         tools,
         result,
         progress,
+    })
+}
+
+/// The probe's people: an elicitation reaches it by the daemon's own path
+/// (the call's asker, `connect.rs`) and is answered with each field's
+/// default when the probe asked for that (`acceptElicitationDefaults`),
+/// else declined. A form whose required fields have no default cannot be
+/// answered by defaults: declined too.
+fn probe_asker(accept_defaults: bool) -> crate::questions::Asker {
+    use crate::questions::{Action, Answer, Asker};
+    Asker::new("probe".into(), None, move |question, reply| {
+        let answer = match accept_defaults.then(|| question.form.check(None)) {
+            Some(Ok(content)) => Answer {
+                action: Action::Accept,
+                content: Some(content),
+            },
+            Some(Err(why)) => {
+                tracing::info!(message = %question.message, "probe: declined an elicitation its defaults cannot answer: {why}");
+                Answer::decline()
+            }
+            None => Answer::decline(),
+        };
+        tracing::info!(message = %question.message, action = answer.action.as_str(), "probe: answered an elicitation");
+        let _ = reply.send(answer);
     })
 }
 

@@ -150,8 +150,9 @@ impl Server {
         Self::with_hooks(config, hooks, ServerAuth::new(tokens, false))
     }
 
-    /// A server whose connections' handler uses `hooks` (elicitation).
+    /// A server whose connections' handler uses `hooks` (roots, the sandbox).
     pub fn with_hooks(config: ServerConfig, mut hooks: Hooks, auth: ServerAuth) -> Arc<Server> {
+        hooks.server = config.name.clone();
         if let super::super::settings::Transport::Stdio { cwd, .. } = &config.transport {
             hooks.jail = Some(crate::discovery::jail::ServerJail::new(
                 config.sandbox,

@@ -1,0 +1,117 @@
+//! A question the session asks while `mcp serve` runs one of its calls
+//! (an elicitation of a daemon-side MCP server, the model's `ask_user`):
+//! forwarded to the MCP client as a form elicitation when the client
+//! advertised `elicitation`, else declined at once; the client's answer
+//! goes back with `session.answer`.
+
+use geminid_protocol::api::GeminidApiClient;
+use geminid_protocol::question::{AnswerAction, QuestionField};
+use rmcp::model::{ElicitRequestParams, ElicitationAction};
+use rmcp::{Peer, RoleServer};
+use serde_json::{Map, Value, json};
+
+use crate::Client;
+
+/// The restricted schema a form elicitation carries, from the fields.
+pub(crate) fn schema_of(fields: &[QuestionField]) -> Value {
+    let mut properties = Map::new();
+    let mut required = Vec::new();
+    for f in fields {
+        let mut p = Map::new();
+        let consts = || {
+            f.options
+                .iter()
+                .map(|o| json!({"const": o.value, "title": o.label.as_deref().unwrap_or(&o.value)}))
+                .collect::<Vec<_>>()
+        };
+        match f.kind.as_str() {
+            "integer" | "number" | "boolean" => {
+                p.insert("type".into(), json!(f.kind));
+            }
+            "choice" if !f.other => {
+                p.insert("type".into(), json!("string"));
+                p.insert("oneOf".into(), Value::Array(consts()));
+            }
+            "choices" => {
+                p.insert("type".into(), json!("array"));
+                p.insert("items".into(), json!({"anyOf": consts()}));
+            }
+            _ => {
+                p.insert("type".into(), json!("string"));
+            }
+        }
+        if let Some(t) = &f.title {
+            p.insert("title".into(), json!(t));
+        }
+        let mut description = f.description.clone().unwrap_or_default();
+        if f.kind == "choice" && f.other {
+            // Any text is taken; the options are suggestions.
+            let offered: Vec<&str> = f.options.iter().map(|o| o.value.as_str()).collect();
+            description = format!("{description} (e.g. {})", offered.join(", "));
+        }
+        if !description.is_empty() {
+            p.insert("description".into(), json!(description.trim()));
+        }
+        for (key, value) in [
+            ("format", f.format.as_ref().map(|v| json!(v))),
+            ("minimum", f.minimum.map(|v| json!(v))),
+            ("maximum", f.maximum.map(|v| json!(v))),
+            ("default", f.default.clone()),
+        ] {
+            if let Some(value) = value {
+                p.insert(key.into(), value);
+            }
+        }
+        if f.required {
+            required.push(f.name.clone());
+        }
+        properties.insert(f.name.clone(), Value::Object(p));
+    }
+    json!({"type": "object", "properties": properties, "required": required})
+}
+
+/// Asks the MCP client (or declines) and answers the session's question.
+pub(crate) async fn forward(
+    client: std::sync::Arc<Client>,
+    session_id: String,
+    peer: Peer<RoleServer>,
+    question_id: String,
+    message: String,
+    fields: Vec<QuestionField>,
+) {
+    let supports = peer
+        .peer_info()
+        .is_some_and(|info| info.capabilities.elicitation.is_some());
+    let (action, content) = if !supports {
+        (AnswerAction::Decline, None)
+    } else {
+        let request = serde_json::from_value::<ElicitRequestParams>(json!({
+            "mode": "form", "message": message, "requestedSchema": schema_of(&fields)
+        }));
+        match request {
+            Err(e) => {
+                eprintln!("gemctl mcp serve: question {question_id} declined: its form: {e}");
+                (AnswerAction::Decline, None)
+            }
+            Ok(request) => match peer.create_elicitation(request).await {
+                Ok(result) => match result.action {
+                    ElicitationAction::Accept => (AnswerAction::Accept, result.content),
+                    ElicitationAction::Decline => (AnswerAction::Decline, None),
+                    _ => (AnswerAction::Cancel, None),
+                },
+                Err(e) => {
+                    eprintln!(
+                        "gemctl mcp serve: the client did not answer question {question_id}: {e}"
+                    );
+                    (AnswerAction::Cancel, None)
+                }
+            },
+        }
+    };
+    if let Err(e) = client
+        .answer_question(session_id, question_id.clone(), action, content)
+        .await
+    {
+        eprintln!("gemctl mcp serve: answering question {question_id}: {e}");
+    }
+}
