@@ -197,6 +197,7 @@ async fn ask_model(s: &Summarizer<'_>, contents: Vec<Content>) -> Result<String,
         system: SUMMARY_SYSTEM.to_owned(),
         contents,
         tools: Vec::new(),
+        generation: Default::default(),
     };
     let estimate = request_tokens(&request);
     if s.calibration.apply(estimate) > s.window {

@@ -281,6 +281,7 @@ async fn drive(spec: &TurnSpec, sink: &Sink, usage: &mut Usage) -> Ending {
             system: system.clone(),
             contents: sent(&contents, prefix.as_ref()),
             tools: spec.tools.clone(),
+            generation: Default::default(),
         };
         let mut estimate = request_tokens(&request);
         if calibration.apply(estimate) >= spec.context.compress_at() && !compression_failed {

@@ -102,6 +102,20 @@ pub fn request_body(model: &str, request: &ModelRequest) -> Value {
         body["tools"] = json!([{ "functionDeclarations": request.tools }]);
     }
     body["generationConfig"] = generation_config(model);
+    let asked = &request.generation;
+    if let Some(max) = asked.max_output_tokens {
+        body["generationConfig"]["maxOutputTokens"] = json!(max);
+        // Thoughts would spend the few tokens a caller allowed.
+        if let Some(thinking) = body["generationConfig"].get_mut("thinkingConfig") {
+            thinking["includeThoughts"] = json!(false);
+        }
+    }
+    if let Some(temperature) = asked.temperature {
+        body["generationConfig"]["temperature"] = json!(temperature);
+    }
+    if !asked.stop_sequences.is_empty() {
+        body["generationConfig"]["stopSequences"] = json!(asked.stop_sequences);
+    }
     body
 }
 
@@ -307,6 +321,7 @@ mod tests {
             system: "be brief".into(),
             contents: vec![Content::user_text("hi")],
             tools: vec![json!({"name": "read_file", "parameters": {"type": "object"}})],
+            generation: Default::default(),
         };
         let body = request_body("gemini-2.5-flash", &request);
         assert_eq!(body["contents"][0]["role"], "user");
@@ -328,6 +343,29 @@ mod tests {
         let old = request_body("gemini-1.5-pro", &request);
         assert!(old["generationConfig"].get("thinkingConfig").is_none());
         assert_eq!(old["generationConfig"]["temperature"], 1);
+    }
+
+    #[test]
+    fn a_request_s_own_generation_settings_override_the_chat_defaults() {
+        let request = ModelRequest {
+            system: String::new(),
+            contents: vec![Content::user_text("hi")],
+            tools: Vec::new(),
+            generation: crate::model::Generation {
+                max_output_tokens: Some(100),
+                temperature: Some(0.7),
+                stop_sequences: vec!["END".into()],
+            },
+        };
+        let config = &request_body("gemini-2.5-flash", &request)["generationConfig"];
+        assert_eq!(config["maxOutputTokens"], 100);
+        assert_eq!(config["temperature"], 0.7);
+        assert_eq!(config["stopSequences"], json!(["END"]));
+        assert_eq!(config["thinkingConfig"]["includeThoughts"], false);
+        let openai = crate::model::openai::request_body("gpt-4o", &request);
+        assert_eq!(openai["max_tokens"], 100);
+        assert_eq!(openai["temperature"], 0.7);
+        assert_eq!(openai["stop"], json!(["END"]));
     }
 
     #[test]

@@ -36,6 +36,17 @@ pub struct ModelRequest {
     pub contents: Vec<Content>,
     /// Function declarations (`tools/declarations.rs`), already sanitized.
     pub tools: Vec<Value>,
+    /// What the caller asks of the generation beyond the provider's
+    /// defaults (an MCP sampling request's `maxTokens`, ...).
+    pub generation: Generation,
+}
+
+/// Generation settings a request overrides (none: the chat defaults).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Generation {
+    pub max_output_tokens: Option<u32>,
+    pub temperature: Option<f64>,
+    pub stop_sequences: Vec<String>,
 }
 
 /// A piece of a streamed response.

@@ -114,6 +114,16 @@ pub fn request_body(model: &str, request: &ModelRequest) -> Value {
         "stream": true,
         "stream_options": { "include_usage": true },
     });
+    let asked = &request.generation;
+    if let Some(max) = asked.max_output_tokens {
+        body["max_tokens"] = json!(max);
+    }
+    if let Some(temperature) = asked.temperature {
+        body["temperature"] = json!(temperature);
+    }
+    if !asked.stop_sequences.is_empty() {
+        body["stop"] = json!(asked.stop_sequences);
+    }
     if !request.tools.is_empty() {
         let tools: Vec<Value> = request
             .tools
@@ -401,6 +411,7 @@ mod tests {
             tools: vec![
                 json!({"name": "glob", "description": "d", "parameters": {"type": "object"}}),
             ],
+            generation: Default::default(),
         };
         let body = request_body("llama", &request);
         let m = body["messages"].as_array().unwrap();

@@ -79,6 +79,8 @@ pub(super) enum Internal {
     SessionStarted {
         fired: crate::hooks::Fired,
     },
+    /// An MCP sampling request got its answer (`session/sampling.rs`).
+    Sampled(super::sampling::Sampled),
 }
 
 /// What the actor needs from the daemon.
@@ -151,6 +153,8 @@ pub(super) struct Actor {
     pub(super) call_hooks: HashMap<String, crate::hooks::tool::CallHooks>,
     /// Where the SessionStart hooks are, and the context they added.
     pub(super) session_start: crate::hooks::lifecycle::SessionStart,
+    /// MCP sampling requests not prepared yet: call id → server.
+    pub(super) sampling_calls: HashMap<String, String>,
 }
 
 /// How `session.compress` is answered.
@@ -249,6 +253,7 @@ pub fn spawn(
         unloader,
         call_hooks: HashMap::new(),
         session_start: crate::hooks::lifecycle::SessionStart::default(),
+        sampling_calls: HashMap::new(),
     };
     tracker.spawn(async move {
         if fresh {
@@ -468,6 +473,11 @@ impl Actor {
                 self.emit(payload);
             }
             Command::Stop { reason, reply } => return Some((reason, Some(reply))),
+            Command::Sample {
+                server,
+                request,
+                reply,
+            } => self.start_sampling(server, request, reply),
         }
         None
     }
@@ -502,6 +512,7 @@ impl Actor {
             }
             Internal::Turn { turn_id, msg } => return self.on_turn(turn_id, msg),
             Internal::SessionStarted { fired } => return self.session_started(fired),
+            Internal::Sampled(sampled) => return self.sampled(sampled),
         };
         self.apply(effects);
     }

@@ -150,6 +150,12 @@ pub(super) enum Command {
         reason: String,
         reply: oneshot::Sender<()>,
     },
+    /// An MCP server's sampling request (`session/sampling.rs`).
+    Sample {
+        server: String,
+        request: Value,
+        reply: super::sampling::SamplingReply,
+    },
 }
 
 /// A cheap, cloneable way to reach one session's actor.

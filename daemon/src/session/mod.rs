@@ -16,11 +16,13 @@ mod idle;
 mod manager;
 mod prompts;
 mod resource_refs;
+mod sampling;
 mod undo;
 
 pub use actor::ActorDeps;
 pub use handle::{FinalCall, PolicyCheck, SessionHandle, Subscription};
 pub use manager::{NewSession, SessionManager};
+pub use sampling::{SAMPLING_TOOL, SessionSampler};
 
 use crate::store::StoreError;
 

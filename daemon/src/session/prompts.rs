@@ -318,7 +318,10 @@ impl Actor {
     }
 
     /// The fallback model's client, unless it is `model` itself.
-    fn fallback(&self, model: &str) -> Option<(String, std::sync::Arc<dyn crate::model::Model>)> {
+    pub(super) fn fallback(
+        &self,
+        model: &str,
+    ) -> Option<(String, std::sync::Arc<dyn crate::model::Model>)> {
         let name = crate::model::choice::fallback_model(&env, &self.settings())?;
         if name == model {
             return None;
@@ -343,7 +346,7 @@ impl Actor {
 
     /// The window and threshold for `model`; problems with the settings
     /// are reported in the session (the defaults are kept).
-    fn context_policy(&mut self, model: &str) -> ContextPolicy {
+    pub(super) fn context_policy(&mut self, model: &str) -> ContextPolicy {
         let settings = self.settings();
         let (policy, problems) = ContextPolicy::resolve(model, &env, &settings);
         for problem in problems {

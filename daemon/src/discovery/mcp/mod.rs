@@ -18,6 +18,8 @@ pub mod probe;
 pub mod resource_tools;
 pub mod resources;
 pub mod roots;
+pub mod sampling;
+pub mod sampling_convert;
 pub mod server;
 pub mod sse;
 pub mod stdio;
@@ -66,6 +68,8 @@ pub struct McpManager {
     /// The workspace roots sessions opened (what servers' `roots/list`
     /// answers, `roots.rs`).
     open_roots: tokio::sync::watch::Sender<Arc<roots::Opened>>,
+    /// Where servers' sampling requests go (`sampling.rs`).
+    sampling: Arc<sampling::SamplingDesk>,
 }
 
 /// Forwards a server's events to the manager without a reference cycle.
@@ -106,6 +110,7 @@ impl McpManager {
             tasks: TaskTracker::new(),
             sync: Mutex::new(()),
             open_roots: tokio::sync::watch::Sender::new(Arc::default()),
+            sampling: Arc::default(),
         });
         for tool in resource_tools::tools(&manager) {
             if let Err(problem) = registry.register(tool) {
@@ -113,6 +118,11 @@ impl McpManager {
             }
         }
         manager
+    }
+
+    /// Where servers' `sampling/createMessage` requests go from now on.
+    pub fn set_sampler(&self, sampler: Arc<dyn sampling::Sampler>) {
+        self.sampling.set(sampler);
     }
 
     fn server(&self, name: &str) -> Result<Arc<Server>, McpError> {
@@ -222,7 +232,12 @@ impl McpManager {
                 ));
                 continue;
             }
-            let server = Server::new(config, self.tokens.clone(), self.open_roots.subscribe());
+            let server = Server::new(
+                config,
+                self.tokens.clone(),
+                self.open_roots.subscribe(),
+                self.sampling.clone(),
+            );
             servers.insert(server.name().to_owned(), server.clone());
             drop(servers);
             let stop = self.stop.child_token();
