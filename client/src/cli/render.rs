@@ -240,6 +240,7 @@ pub fn event_line(event: &SessionEvent) -> Option<String> {
         EventPayload::PromptReferences { read, skipped, .. } => references_line(read, skipped),
         EventPayload::TodosUpdated { todos } => todos_text(todos),
         EventPayload::HookRun { .. } => crate::command::hook_run_line(&event.payload)?,
+        EventPayload::McpSampling { .. } => crate::command::sampling_line(&event.payload),
     };
     Some(format!("#{seq} {text}"))
 }

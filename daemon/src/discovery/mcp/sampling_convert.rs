@@ -52,7 +52,12 @@ pub fn model_request(request: &Value) -> Result<ModelRequest, String> {
                 .get("maxTokens")
                 .and_then(Value::as_u64)
                 .map(|n| n.min(u64::from(u32::MAX)) as u32),
-            temperature: request.get("temperature").and_then(Value::as_f64),
+            // rmcp reads it as an f32: send the number the server wrote
+            // (0.7, not 0.699999988).
+            temperature: request
+                .get("temperature")
+                .and_then(Value::as_f64)
+                .map(|t| (t as f32).to_string().parse().unwrap_or(t)),
             stop_sequences: request
                 .get("stopSequences")
                 .and_then(Value::as_array)
@@ -235,6 +240,11 @@ mod tests {
         assert!(request.contents[0].parts[1].inline_data.is_some());
         assert_eq!(request.generation.max_output_tokens, Some(100));
         assert_eq!(request.generation.temperature, Some(0.7));
+        let f32_read = json!({"messages": [{"role": "user", "content": {"type": "text", "text": "x"}}], "maxTokens": 5, "temperature": 0.699999988079071});
+        assert_eq!(
+            model_request(&f32_read).unwrap().generation.temperature,
+            Some(0.7)
+        );
         assert_eq!(request.generation.stop_sequences, vec!["END".to_owned()]);
     }
 
