@@ -173,12 +173,7 @@ async fn a_sampling_request_approved_by_an_attached_client_gets_the_session_s_mo
                     model,
                     request,
                     ..
-                } => Some((
-                    server.clone(),
-                    call_id.clone(),
-                    model.clone(),
-                    request.clone(),
-                )),
+                } => Some((server.clone(), call_id.clone(), model.clone(), *request)),
                 _ => None,
             })
             .await;
