@@ -22,7 +22,7 @@ mod undo;
 pub use actor::ActorDeps;
 pub use handle::{FinalCall, PolicyCheck, SessionHandle, Subscription};
 pub use manager::{NewSession, SessionManager};
-pub use sampling::{SAMPLING_TOOL, SessionSampler};
+pub use sampling::SessionSampler;
 
 use crate::store::StoreError;
 

@@ -32,10 +32,7 @@ use crate::tools::{
     ConfirmationDetails, OutputSink, ToolError, ToolInvocation, ToolLocation, ToolResult,
 };
 
-/// The pseudo tool a sampling request is decided as (with `mcpName` the
-/// server): `toolName = "mcp_sampling"`, `mcpName = "<server>"` in a
-/// policy rule.
-pub const SAMPLING_TOOL: &str = "mcp_sampling";
+use crate::discovery::mcp::sampling::SAMPLING_TOOL;
 
 /// How a sampling request is answered: a `CreateMessageResult` as JSON.
 pub type SamplingReply = oneshot::Sender<Result<Value, ErrorData>>;

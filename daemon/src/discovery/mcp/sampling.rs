@@ -17,6 +17,10 @@ use rmcp::ErrorData;
 use rmcp::model::ErrorCode;
 use serde_json::Value;
 
+/// The pseudo tool a sampling request is decided as, with `mcpName` the
+/// server: a call named `<server>__mcp_sampling` (`session/sampling.rs`).
+pub const SAMPLING_TOOL: &str = "mcp_sampling";
+
 /// MCP's code for a sampling request the user (or the client) refused.
 pub const DECLINED: ErrorCode = ErrorCode(-1);
 
@@ -192,6 +196,33 @@ mod tests {
         assert_eq!(attribute(&sampling.lock()), Ok("s1"));
         drop(second);
         assert_eq!(attribute(&sampling.lock()), Err(Unattributed::NoCall));
+    }
+
+    #[test]
+    fn a_trusted_server_s_tools_run_but_its_sampling_still_asks() {
+        use crate::policy::{ApprovalMode, Decision, PolicyEngine, PolicyInput, ToolKind};
+        let settings = serde_json::json!({"mcpServers": {"srv": {"command": "x", "trust": true}}});
+        let engine = PolicyEngine::new(crate::discovery::trust_rules(&settings, "settings.json"));
+        let args = serde_json::json!({});
+        let decide = |name: &str, remote: &str| {
+            engine
+                .check(&PolicyInput {
+                    tool_name: name,
+                    args: &args,
+                    server_name: Some("srv"),
+                    remote_name: Some(remote),
+                    annotations: None,
+                    tool_kind: ToolKind::Other,
+                    mode: ApprovalMode::Default,
+                    interactive: true,
+                })
+                .decision
+        };
+        assert_eq!(decide("srv__echo", "echo"), Decision::Allow);
+        assert_eq!(
+            decide(&format!("srv__{SAMPLING_TOOL}"), SAMPLING_TOOL),
+            Decision::AskUser
+        );
     }
 
     #[tokio::test]
