@@ -42,7 +42,14 @@ struct Setup {
 /// A daemon whose model is the fake and whose user server is
 /// server-everything, with `policy` as the user's policy file.
 async fn setup(policy: &str) -> Setup {
-    let fake = FakeModel::scripted(vec![gemini::answer(&[ANSWER])]).await;
+    setup_with(
+        policy,
+        FakeModel::scripted(vec![gemini::answer(&[ANSWER])]).await,
+    )
+    .await
+}
+
+async fn setup_with(policy: &str, fake: FakeModel) -> Setup {
     let p = peers();
     let mut d = TestDaemon::prepared(&[
         ("GEMINI_API_KEY", "test-key"),
@@ -259,4 +266,56 @@ async fn a_session_nobody_can_ask_refuses_sampling() {
     let s = setup(ALLOW_TOOL).await;
     let session = new_session(&s, false).await;
     refused(&s, &session, "non-interactive").await;
+}
+
+/// The figure: what the daemon adds to a sampling round trip. The same
+/// server's `echo` is the baseline (a tool call through the daemon and the
+/// server); the fake model's own time (request read to answer written) is
+/// taken out. Run with
+/// `cargo test --release -p geminid-tests --test mcp_sampling -- --ignored --nocapture`.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "a measurement, not a check"]
+async fn sampling_round_trip_overhead() {
+    const ROUNDS: usize = 40;
+    let fake = FakeModel::start(std::sync::Arc::new(
+        |_: &geminid_tests::fake_model::Seen, _| gemini::answer(&[ANSWER]),
+    ))
+    .await;
+    let policy = format!(
+        "{ALLOW_TOOL}\n[[rule]]\nmcpName = \"everything\"\ntoolName = [\"mcp_sampling\", \"echo\"]\ndecision = \"allow\"\npriority = 100\n"
+    );
+    let s = setup_with(&policy, fake).await;
+    let session = new_session(&s, true).await;
+    let median = |mut v: Vec<Duration>| {
+        v.sort();
+        v[v.len() / 2]
+    };
+    let mut echo = Vec::new();
+    let mut sampled = Vec::new();
+    for _ in 0..ROUNDS {
+        let started = std::time::Instant::now();
+        let done = run(&s.c, &session, "everything__echo", json!({"message": "hi"})).await;
+        echo.push(started.elapsed());
+        assert_eq!(done.state, CallState::Success, "{done:#?}");
+        let started = std::time::Instant::now();
+        let done = trigger(&s.c, &session).await;
+        sampled.push(started.elapsed());
+        assert!(said(&done).contains(ANSWER), "{done:#?}");
+    }
+    let answered = s.fake.answered();
+    let model: Vec<Duration> = s
+        .fake
+        .seen()
+        .iter()
+        .enumerate()
+        .filter_map(|(n, seen)| {
+            let (_, at) = answered.iter().find(|(i, _)| *i == n)?;
+            Some(at.saturating_duration_since(seen.at))
+        })
+        .collect();
+    let (echo, sampled, model) = (median(echo), median(sampled), median(model));
+    println!(
+        "sampling round trip (median of {ROUNDS}): {sampled:?}; echo call {echo:?}; fake model {model:?}; daemon overhead {:?}",
+        sampled.saturating_sub(echo).saturating_sub(model)
+    );
 }
