@@ -318,10 +318,7 @@ impl Actor {
     }
 
     /// The fallback model's client, unless it is `model` itself.
-    pub(super) fn fallback(
-        &self,
-        model: &str,
-    ) -> Option<(String, std::sync::Arc<dyn crate::model::Model>)> {
+    fn fallback(&self, model: &str) -> Option<(String, std::sync::Arc<dyn crate::model::Model>)> {
         let name = crate::model::choice::fallback_model(&env, &self.settings())?;
         if name == model {
             return None;

@@ -136,22 +136,33 @@ impl Actor {
         });
     }
 
-    /// The model a request goes to: the session's, or the one of the
-    /// user's models (the session's, the fallback) a hint names.
+    /// The model a request goes to: the session's, or the available model
+    /// (the ones sessions may switch to: `geminid.models`, the fallback)
+    /// its first matching `modelPreferences` hint names.
     fn sampling_model(&mut self, request: &Value) -> Result<(String, Arc<dyn Model>), String> {
+        use crate::model::choice;
         let cwd = std::path::PathBuf::from(&self.record.cwd);
         let (config, model) = self
             .deps
             .model
             .model_named(Some(&cwd), self.record.model.as_deref())
             .map_err(|e| e.message)?;
-        if let Some((fallback, client)) = self.fallback(&config.model) {
-            let available = [config.model.as_str(), fallback.as_str()];
-            if convert::chosen_model(request, &available) == Some(fallback.as_str()) {
-                return Ok((fallback, client));
+        let settings = self.deps.model.settings();
+        let env = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        let fallback = choice::fallback_model(&env, &settings);
+        let listed = choice::listed_models(&config.model, fallback.as_deref(), &settings);
+        let available: Vec<&str> = listed.iter().map(String::as_str).collect();
+        match convert::chosen_model(request, &available) {
+            Some(hinted) if hinted != config.model => {
+                let (_, client) = self
+                    .deps
+                    .model
+                    .model_named(Some(&cwd), Some(hinted))
+                    .map_err(|e| e.message)?;
+                Ok((hinted.to_owned(), client))
             }
+            _ => Ok((config.model, model)),
         }
-        Ok((config.model, model))
     }
 
     /// Decides a sampling request as a call of `server`'s pseudo tool.
