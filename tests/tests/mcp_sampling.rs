@@ -272,7 +272,8 @@ async fn a_session_nobody_can_ask_refuses_sampling() {
 /// server's `echo` is the baseline (a tool call through the daemon and the
 /// server); the fake model's own time (request read to answer written) is
 /// taken out. Run with
-/// `cargo test --release -p geminid-tests --test mcp_sampling -- --ignored --nocapture`.
+/// `cargo test -p geminid-tests --test mcp_sampling -- --ignored --nocapture`
+/// (`--release` for an optimized daemon).
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "a measurement, not a check"]
 async fn sampling_round_trip_overhead() {
