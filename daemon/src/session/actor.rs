@@ -80,7 +80,7 @@ pub(super) enum Internal {
         fired: crate::hooks::Fired,
     },
     /// An MCP sampling request got its answer (`session/sampling.rs`).
-    Sampled(super::sampling::Sampled),
+    Sampled(crate::discovery::mcp::sampling::Sampled),
 }
 
 /// What the actor needs from the daemon.

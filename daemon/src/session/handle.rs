@@ -154,7 +154,7 @@ pub(super) enum Command {
     Sample {
         server: String,
         request: Value,
-        reply: super::sampling::SamplingReply,
+        reply: crate::discovery::mcp::sampling::SamplingReply,
     },
 }
 

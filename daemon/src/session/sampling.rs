@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::SessionError;
 use super::actor::{Actor, Internal};
 use super::handle::{Command, SessionHandle, Waiter};
-use crate::discovery::mcp::sampling::{Sampler, declined};
+use crate::discovery::mcp::sampling::{Sampled, Sampler, SamplingReply, declined};
 use crate::discovery::mcp::sampling_convert as convert;
 use crate::model::{Model, Usage};
 use crate::policy::{Decision, PolicyInput, ToolKind};
@@ -33,9 +33,6 @@ use crate::tools::{
 };
 
 use crate::discovery::mcp::sampling::SAMPLING_TOOL;
-
-/// How a sampling request is answered: a `CreateMessageResult` as JSON.
-pub type SamplingReply = oneshot::Sender<Result<Value, ErrorData>>;
 
 /// Finds the session a request belongs to.
 pub type FindSession = Arc<dyn Fn(&str) -> Result<SessionHandle, SessionError> + Send + Sync>;
@@ -71,15 +68,6 @@ impl Sampler for SessionSampler {
             answer.await.map_err(|_| gone())?
         })
     }
-}
-
-/// What a sampling request cost, for the session's account.
-pub struct Sampled {
-    call_id: String,
-    server: String,
-    model: String,
-    usage: Usage,
-    stop_reason: &'static str,
 }
 
 impl Actor {

@@ -36,6 +36,19 @@ pub trait Sampler: Send + Sync {
     ) -> BoxFuture<'static, Result<Value, ErrorData>>;
 }
 
+/// How a session answers a sampling request: a `CreateMessageResult` as
+/// JSON, or the error the server gets.
+pub type SamplingReply = tokio::sync::oneshot::Sender<Result<Value, ErrorData>>;
+
+/// What an answered sampling request cost, for the session's account.
+pub struct Sampled {
+    pub call_id: String,
+    pub server: String,
+    pub model: String,
+    pub usage: crate::model::Usage,
+    pub stop_reason: &'static str,
+}
+
 /// Where every server's sampling requests go: set once the sessions
 /// exist (the daemon sets it after building them).
 #[derive(Default)]
