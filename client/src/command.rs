@@ -167,6 +167,24 @@ pub fn context_line(tokens: &geminid_protocol::turn::SessionTokens) -> String {
     )
 }
 
+/// An `mcpSampling` event in words: `MCP server <name> sampled <model>:
+/// N in, M out (<stop reason>)`; empty for other events.
+pub fn sampling_line(payload: &geminid_protocol::event::EventPayload) -> String {
+    match payload {
+        geminid_protocol::event::EventPayload::McpSampling {
+            server,
+            model,
+            request,
+            stop_reason,
+            ..
+        } => format!(
+            "MCP server {server} sampled {model}: {} in, {} out ({stop_reason})",
+            request.input, request.output
+        ),
+        _ => String::new(),
+    }
+}
+
 /// A `hookRun` event in words: `hook <name> (<event>): <decision> in N ms
 /// — <error or message>`; `None` for other events.
 pub fn hook_run_line(payload: &geminid_protocol::event::EventPayload) -> Option<String> {

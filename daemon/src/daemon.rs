@@ -177,6 +177,17 @@ impl Daemon {
             outbound,
         });
         *status_sink.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::downgrade(&daemon));
+        // MCP sampling requests go to the session whose call made them.
+        let weak = Arc::downgrade(&daemon);
+        daemon
+            .discovery
+            .mcp
+            .set_sampler(Arc::new(crate::session::SessionSampler(Arc::new(
+                move |id: &str| match weak.upgrade() {
+                    Some(daemon) => daemon.sessions.get(id),
+                    None => Err(crate::session::SessionError::ShuttingDown),
+                },
+            ))));
         let weak = Arc::downgrade(&daemon);
         daemon
             .memory

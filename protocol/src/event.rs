@@ -80,7 +80,8 @@ pub enum EventPayload {
     #[serde(rename_all = "camelCase")]
     TokenUsage {
         turn_id: Option<String>,
-        /// `turn` (a step of a turn) or `compression` (the summary request).
+        /// `turn` (a step of a turn), `compression` (the summary request)
+        /// or `sampling` (an MCP server's sampling request).
         purpose: String,
         request: crate::turn::TokenCounts,
         tokens: crate::turn::SessionTokens,
@@ -210,6 +211,19 @@ pub enum EventPayload {
         /// Why, when no client answered it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         reason: Option<String>,
+    },
+    /// An MCP server's sampling request (`sampling/createMessage`) was
+    /// answered by the session's model: the server, the call that carried
+    /// it (`<server>__mcp_sampling`), the model and the tokens it cost
+    /// (also booked in the session's account: a `tokenUsage` event with
+    /// purpose `sampling` follows).
+    #[serde(rename_all = "camelCase")]
+    McpSampling {
+        server: String,
+        call_id: String,
+        model: String,
+        request: crate::turn::TokenCounts,
+        stop_reason: String,
     },
 }
 

@@ -710,6 +710,12 @@ impl Chat<'_> {
                     self.view.print(&line);
                 }
             }
+            EventPayload::McpSampling { .. } => {
+                if self.caught_up {
+                    let line = crate::command::sampling_line(&event.payload);
+                    self.view.print(&s.dim(&line));
+                }
+            }
         }
         if !self.caught_up && event.seq >= self.history_end {
             self.caught_up = true;

@@ -254,6 +254,7 @@ pub fn event_line(event: &SessionEvent) -> Option<String> {
         EventPayload::QuestionAsked { .. } | EventPayload::QuestionClosed { .. } => {
             question_line(&event.payload)?
         }
+        EventPayload::McpSampling { .. } => crate::command::sampling_line(&event.payload),
     };
     Some(format!("#{seq} {text}"))
 }

@@ -125,7 +125,7 @@ pub(super) async fn before_request(
 
 /// The request as hooks see it, with the settings `model` sends.
 fn view_of(request: &ModelRequest, model: &(String, Arc<dyn Model>)) -> Value {
-    let generation = model.1.generation().overlaid(request.generation);
+    let generation = model.1.generation().overlaid(request.generation.clone());
     hook_model::llm_request(&model.0, &request.contents, generation)
 }
 

@@ -377,6 +377,9 @@ pub fn trust_rules(settings: &Value, file: &str) -> Vec<PolicyRule> {
             );
             rule.tool_names = vec![format!("{name}__*")];
             rule.mcp_name = Some(name.clone());
+            // Trusting a server's tools is not letting it use the model:
+            // its sampling requests are decided on their own.
+            rule.except_tools = vec![format!("{name}__{}", mcp::sampling::SAMPLING_TOOL)];
             rule
         })
         .collect()

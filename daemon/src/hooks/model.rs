@@ -155,6 +155,7 @@ pub fn before_model(merged: Option<&Merged>, model: &str, contents: &[Content]) 
             max_output_tokens: c.get("maxOutputTokens").and_then(Value::as_u64),
             top_p: number("topP"),
             top_k: number("topK"),
+            stop_sequences: Vec::new(),
         }
     });
     let contents = request

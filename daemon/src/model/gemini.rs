@@ -111,7 +111,7 @@ pub fn request_body(model: &str, request: &ModelRequest) -> Value {
         }
     }
     let mut config = generation_config(model);
-    let g = request.generation;
+    let g = &request.generation;
     for (key, value) in [
         ("temperature", g.temperature.map(super::setting_value)),
         ("maxOutputTokens", g.max_output_tokens.map(Value::from)),
@@ -121,6 +121,15 @@ pub fn request_body(model: &str, request: &ModelRequest) -> Value {
         if let Some(value) = value {
             config[key] = value;
         }
+    }
+    if g.max_output_tokens.is_some() {
+        // Thoughts would spend the few tokens a caller allowed.
+        if let Some(thinking) = config.get_mut("thinkingConfig") {
+            thinking["includeThoughts"] = json!(false);
+        }
+    }
+    if !g.stop_sequences.is_empty() {
+        config["stopSequences"] = json!(g.stop_sequences);
     }
     body["generationConfig"] = config;
     body
@@ -134,6 +143,7 @@ pub fn generation_defaults(model: &str) -> Generation {
         max_output_tokens: config["maxOutputTokens"].as_u64(),
         top_p: config["topP"].as_f64(),
         top_k: config["topK"].as_f64(),
+        stop_sequences: Vec::new(),
     }
 }
 
@@ -365,6 +375,31 @@ mod tests {
         let old = request_body("gemini-1.5-pro", &request);
         assert!(old["generationConfig"].get("thinkingConfig").is_none());
         assert_eq!(old["generationConfig"]["temperature"], 1);
+    }
+
+    #[test]
+    fn a_request_s_own_generation_settings_override_the_chat_defaults() {
+        let request = ModelRequest {
+            system: String::new(),
+            contents: vec![Content::user_text("hi")],
+            tools: Vec::new(),
+            generation: crate::model::Generation {
+                max_output_tokens: Some(100),
+                temperature: Some(0.7),
+                stop_sequences: vec!["END".into()],
+                ..crate::model::Generation::default()
+            },
+            ..ModelRequest::default()
+        };
+        let config = &request_body("gemini-2.5-flash", &request)["generationConfig"];
+        assert_eq!(config["maxOutputTokens"], 100);
+        assert_eq!(config["temperature"], 0.7);
+        assert_eq!(config["stopSequences"], json!(["END"]));
+        assert_eq!(config["thinkingConfig"]["includeThoughts"], false);
+        let openai = crate::model::openai::request_body("gpt-4o", &request);
+        assert_eq!(openai["max_tokens"], 100);
+        assert_eq!(openai["temperature"], 0.7);
+        assert_eq!(openai["stop"], json!(["END"]));
     }
 
     #[test]

@@ -36,7 +36,8 @@ pub struct ModelRequest {
     pub contents: Vec<Content>,
     /// Function declarations (`tools/declarations.rs`), already sanitized.
     pub tools: Vec<Value>,
-    /// Generation settings over the provider's own (a BeforeModel hook's).
+    /// Generation settings over the provider's own (a BeforeModel hook's,
+    /// an MCP sampling request's `maxTokens`, ...).
     pub generation: Generation,
     /// How the model may call the tools (a BeforeToolSelection hook's).
     pub tool_choice: Option<ToolChoice>,
@@ -44,22 +45,29 @@ pub struct ModelRequest {
 
 /// Generation settings of one request; `None` leaves the provider's (or
 /// our per-model) value.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Generation {
     pub temperature: Option<f64>,
     pub max_output_tokens: Option<u64>,
     pub top_p: Option<f64>,
     pub top_k: Option<f64>,
+    /// Where the model stops (an MCP sampling request's `stopSequences`).
+    pub stop_sequences: Vec<String>,
 }
 
 impl Generation {
     /// `over`'s settings where it has them, else these.
-    pub fn overlaid(self, over: Generation) -> Generation {
+    pub fn overlaid(&self, over: Generation) -> Generation {
         Generation {
             temperature: over.temperature.or(self.temperature),
             max_output_tokens: over.max_output_tokens.or(self.max_output_tokens),
             top_p: over.top_p.or(self.top_p),
             top_k: over.top_k.or(self.top_k),
+            stop_sequences: if over.stop_sequences.is_empty() {
+                self.stop_sequences.clone()
+            } else {
+                over.stop_sequences
+            },
         }
     }
 }

@@ -140,7 +140,7 @@ pub fn request_body(model: &str, request: &ModelRequest) -> Value {
             .into();
         }
     }
-    let g = request.generation;
+    let g = &request.generation;
     for (key, value) in [
         ("temperature", g.temperature.map(super::setting_value)),
         ("max_tokens", g.max_output_tokens.map(Value::from)),
@@ -149,6 +149,9 @@ pub fn request_body(model: &str, request: &ModelRequest) -> Value {
         if let Some(value) = value {
             body[key] = value;
         }
+    }
+    if !g.stop_sequences.is_empty() {
+        body["stop"] = json!(g.stop_sequences);
     }
     body
 }

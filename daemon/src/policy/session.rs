@@ -42,6 +42,16 @@ impl SessionAllowlist {
         }
     }
 
+    /// The answers about single tools only: what covers a call that is no
+    /// tool of its server (an MCP sampling request, which "every tool of
+    /// this server" does not allow).
+    pub fn tools_only(&self) -> SessionAllowlist {
+        SessionAllowlist {
+            tools: self.tools.clone(),
+            ..SessionAllowlist::default()
+        }
+    }
+
     /// Whether nothing has been allowed.
     pub fn is_empty(&self) -> bool {
         self.tools.is_empty() && self.servers.is_empty() && self.command_prefixes.is_empty()

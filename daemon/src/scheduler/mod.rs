@@ -84,6 +84,11 @@ pub struct Scheduler {
     ready: VecDeque<String>,
     running: usize,
     max_parallel: usize,
+    /// Calls that run as soon as they are allowed, whatever the limit:
+    /// those a running call waits on (an MCP server's sampling request
+    /// during its tool call), which would otherwise wait for their own
+    /// caller's slot.
+    nested: std::collections::HashSet<String>,
 }
 
 impl Scheduler {
@@ -93,6 +98,7 @@ impl Scheduler {
             ready: VecDeque::new(),
             running: 0,
             max_parallel: max_parallel.max(1),
+            nested: std::collections::HashSet::new(),
         }
     }
 
@@ -112,6 +118,13 @@ impl Scheduler {
         let published = publish(&call);
         self.calls.insert(call_id.clone(), call);
         vec![published, Effect::Prepare { call_id }]
+    }
+
+    /// A call a running call waits on: once allowed it starts at once,
+    /// beyond `max_parallel` (see `nested`).
+    pub fn submit_nested(&mut self, call: ToolCall) -> Vec<Effect> {
+        self.nested.insert(call.id.clone());
+        self.submit(call)
     }
 
     /// The driver finished preparing a call.
@@ -275,6 +288,16 @@ impl Scheduler {
         let Some(call) = self.calls.get_mut(call_id) else {
             return Vec::new();
         };
+        if self.nested.remove(call_id) {
+            call.state = CallState::Executing;
+            self.running += 1;
+            return vec![
+                publish(call),
+                Effect::Execute {
+                    call_id: call_id.to_owned(),
+                },
+            ];
+        }
         call.state = CallState::Scheduled;
         let waits = self.running >= self.max_parallel;
         let mut effects = if waits {
@@ -311,6 +334,7 @@ impl Scheduler {
         let Some(mut call) = self.calls.remove(call_id) else {
             return Vec::new();
         };
+        self.nested.remove(call_id);
         call.state = state;
         vec![
             Effect::Publish {

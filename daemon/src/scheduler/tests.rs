@@ -241,3 +241,28 @@ fn output_only_flows_while_executing() {
         other => panic!("unexpected effects {other:?}"),
     }
 }
+
+#[test]
+fn a_nested_call_runs_beyond_the_limit_and_frees_its_slot_after() {
+    let mut s = Scheduler::new(1);
+    submit(&mut s, "outer");
+    assert_eq!(executes(&s.prepared("outer", allowed())), vec!["outer"]);
+    // The running call waits on a nested one (a sampling request): it
+    // starts at once, after its approval, though the one slot is taken.
+    s.submit_nested(ToolCall::new("inner".into(), "t".into(), json!({})));
+    assert!(executes(&s.prepared("inner", ask())).is_empty());
+    let (accepted, effects) = s.answer(
+        "inner",
+        Answer::Proceed {
+            decided_by: "a person".into(),
+        },
+    );
+    assert!(accepted);
+    assert_eq!(executes(&effects), vec!["inner"]);
+    // A plain call still waits for a free slot.
+    submit(&mut s, "plain");
+    assert!(executes(&s.prepared("plain", allowed())).is_empty());
+    let done = Ok(ToolResult::text("ok"));
+    assert!(executes(&s.finished("inner", done.clone())).is_empty());
+    assert_eq!(executes(&s.finished("outer", done)), vec!["plain"]);
+}

@@ -89,6 +89,8 @@ pub(super) enum Internal {
     QuestionTimedOut {
         question_id: String,
     },
+    /// An MCP sampling request got its answer (`session/sampling.rs`).
+    Sampled(crate::discovery::mcp::sampling::Sampled),
 }
 
 /// What the actor needs from the daemon.
@@ -165,6 +167,8 @@ pub(super) struct Actor {
     pub(super) session_start: crate::hooks::lifecycle::SessionStart,
     /// Open questions (`questions.rs`).
     pub(super) questions: crate::questions::book::QuestionBook,
+    /// MCP sampling requests not prepared yet: call id → server.
+    pub(super) sampling_calls: HashMap<String, String>,
 }
 
 /// How `session.compress` is answered.
@@ -265,6 +269,7 @@ pub fn spawn(
         call_hooks: HashMap::new(),
         session_start: crate::hooks::lifecycle::SessionStart::default(),
         questions: crate::questions::book::QuestionBook::default(),
+        sampling_calls: HashMap::new(),
     };
     tracker.spawn(async move {
         if fresh {
@@ -499,6 +504,11 @@ impl Actor {
                 self.emit(payload);
             }
             Command::Stop { reason, reply } => return Some((reason, Some(reply))),
+            Command::Sample {
+                server,
+                request,
+                reply,
+            } => self.start_sampling(server, request, reply),
         }
         None
     }
@@ -542,6 +552,7 @@ impl Actor {
             Internal::QuestionTimedOut { question_id } => {
                 return self.question_timed_out(&question_id);
             }
+            Internal::Sampled(sampled) => return self.sampled(sampled),
         };
         self.apply(effects);
     }

@@ -367,6 +367,10 @@ impl Actor {
     }
 
     fn prepare_checked(&mut self, call_id: String, hooks: bool) {
+        // An MCP server's sampling request has no tool behind it.
+        if let Some(server) = self.sampling_calls.remove(&call_id) {
+            return self.prepare_sampling(call_id, server);
+        }
         let Some(call) = self.scheduler.call(&call_id) else {
             return;
         };
@@ -572,7 +576,7 @@ impl Actor {
 /// The policy's reason, naming the deciding rule once (the reason names
 /// it already when the rule decided the whole call); a deny's
 /// `denyMessage` first, since that is what the model is meant to read.
-fn explain(verdict: &PolicyVerdict) -> String {
+pub(super) fn explain(verdict: &PolicyVerdict) -> String {
     let reason = match &verdict.rule {
         Some(rule)
             if !verdict

@@ -173,6 +173,12 @@ pub(super) enum Command {
         reason: String,
         reply: oneshot::Sender<()>,
     },
+    /// An MCP server's sampling request (`session/sampling.rs`).
+    Sample {
+        server: String,
+        request: Value,
+        reply: crate::discovery::mcp::sampling::SamplingReply,
+    },
 }
 
 /// A cheap, cloneable way to reach one session's actor.

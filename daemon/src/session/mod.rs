@@ -18,11 +18,13 @@ mod plans;
 mod prompts;
 mod questions;
 mod resource_refs;
+mod sampling;
 mod undo;
 
 pub use actor::ActorDeps;
 pub use handle::{FinalCall, PolicyCheck, SessionHandle, Subscription};
 pub use manager::{NewSession, SessionManager};
+pub use sampling::SessionSampler;
 
 use crate::store::StoreError;
 

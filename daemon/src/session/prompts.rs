@@ -341,7 +341,7 @@ impl Actor {
 
     /// The window and threshold for `model`; problems with the settings
     /// are reported in the session (the defaults are kept).
-    fn context_policy(&mut self, model: &str) -> ContextPolicy {
+    pub(super) fn context_policy(&mut self, model: &str) -> ContextPolicy {
         let settings = self.settings();
         let (policy, problems) = ContextPolicy::resolve(model, &env, &settings);
         for problem in problems {

@@ -72,6 +72,9 @@ pub struct Hooks {
     /// The roots `roots/list` answers (none: the capability is not
     /// advertised, as for a probe).
     pub roots: Option<super::roots::RootsView>,
+    /// Where `sampling/createMessage` goes (none: the capability is not
+    /// advertised and requests are declined, as for a probe).
+    pub sampling: Option<Arc<super::sampling::ServerSampling>>,
 }
 
 impl Hooks {
@@ -341,6 +344,15 @@ impl ClientHandler for Handler {
         })
     }
 
+    #[allow(deprecated)] // rmcp's sampling types: see `sampling.rs`.
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
+        super::sampling::answer(self.0.sampling.as_deref(), params).await
+    }
+
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = serde_json::Map::new();
         // Form elicitation, for every server: a question to the people of
@@ -348,6 +360,9 @@ impl ClientHandler for Handler {
         capabilities.insert("elicitation".into(), serde_json::json!({"form": {}}));
         if self.0.roots.is_some() {
             capabilities.insert("roots".into(), serde_json::json!({"listChanged": true}));
+        }
+        if self.0.sampling.is_some() {
+            capabilities.insert("sampling".into(), serde_json::json!({}));
         }
         let capabilities: ClientCapabilities =
             serde_json::from_value(Value::Object(capabilities)).unwrap_or_default();

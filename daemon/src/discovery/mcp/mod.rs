@@ -25,6 +25,8 @@ pub mod probe;
 pub mod resource_tools;
 pub mod resources;
 pub mod roots;
+pub mod sampling;
+pub mod sampling_convert;
 pub mod server;
 pub mod sse;
 pub mod stdio;
@@ -120,6 +122,8 @@ pub struct McpManager {
     /// The workspace roots sessions opened (what servers' `roots/list`
     /// answers, `roots.rs`).
     open_roots: tokio::sync::watch::Sender<Arc<roots::Opened>>,
+    /// Where servers' sampling requests go (`sampling.rs`).
+    sampling: Arc<sampling::SamplingDesk>,
 }
 
 /// Forwards a server's events to the manager without a reference cycle.
@@ -164,6 +168,7 @@ impl McpManager {
             sync: Mutex::new(()),
             open_roots: tokio::sync::watch::Sender::new(Arc::default()),
             enablement: Mutex::new(Enablement::default()),
+            sampling: Arc::default(),
         });
         for tool in resource_tools::tools(&manager) {
             if let Err(problem) = registry.register(tool) {
@@ -171,6 +176,11 @@ impl McpManager {
             }
         }
         manager
+    }
+
+    /// Where servers' `sampling/createMessage` requests go from now on.
+    pub fn set_sampler(&self, sampler: Arc<dyn sampling::Sampler>) {
+        self.sampling.set(sampler);
     }
 
     /// The server `name` (of `scope` when given). A name more than one
@@ -369,7 +379,12 @@ impl McpManager {
                 ));
                 continue;
             }
-            let server = Server::new(config, self.tokens.clone(), self.open_roots.subscribe());
+            let server = Server::new(
+                config,
+                self.tokens.clone(),
+                self.open_roots.subscribe(),
+                self.sampling.clone(),
+            );
             servers.insert(key.clone(), server.clone());
             drop(servers);
             let stop = self.stop.child_token();

@@ -139,14 +139,17 @@ impl Open {
 
 impl Server {
     /// A server whose `roots/list` answers from `open` (the workspace
-    /// roots the sessions opened, `roots.rs`).
+    /// roots the sessions opened, `roots.rs`) and whose sampling requests
+    /// go to `sampling`.
     pub fn new(
         config: ServerConfig,
         tokens: Arc<TokenStore>,
         open: super::roots::OpenRoots,
+        sampling: Arc<super::sampling::SamplingDesk>,
     ) -> Arc<Server> {
         let mut hooks = Hooks::default();
         hooks.roots = Some(super::roots::RootsView::new(open, &config.scope));
+        hooks.sampling = Some(super::sampling::ServerSampling::new(&config.name, sampling));
         Self::with_hooks(config, hooks, ServerAuth::new(tokens, false))
     }
 
