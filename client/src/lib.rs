@@ -25,6 +25,7 @@ mod client;
 mod command;
 mod edit;
 mod mcp_serve;
+mod prompt_commands;
 mod start;
 pub mod transport;
 
