@@ -417,6 +417,21 @@ pub trait GeminidApi {
         #[argument(rename = "sessionId")] session_id: Option<String>,
         cwd: Option<String>,
     ) -> RpcResult<crate::hooks::HookList>;
+
+    /// `mcp.subscribe {sessionId, server, uri}`: subscribes the session to
+    /// `uri` on `server` (`resources/subscribe`, asked once per resource
+    /// and again after a reconnect); each `notifications/resources/updated`
+    /// for it becomes an `mcpResourceUpdated` event of the sessions that
+    /// subscribed. A prompt's `@server:uri` reference subscribes too. An
+    /// unknown server or session is invalid params; a server without
+    /// subscriptions, or one that refuses, is -32055.
+    #[method(name = "mcp.subscribe", param_kind = map)]
+    async fn mcp_subscribe(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+        server: String,
+        uri: String,
+    ) -> RpcResult<()>;
 }
 
 /// `session.prompt` with plain text, the common case.

@@ -184,6 +184,12 @@ pub enum EventPayload {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         system_message: Option<String>,
     },
+    /// A resource this session subscribed to changed on its server
+    /// (`notifications/resources/updated`); read it again for what is new.
+    /// A session subscribes by referencing it (`@server:uri`) or with
+    /// `mcp.subscribe`.
+    #[serde(rename_all = "camelCase")]
+    McpResourceUpdated { server: String, uri: String },
 }
 
 /// The final notification of a subscription the daemon ends itself (the

@@ -645,6 +645,10 @@ impl Chat<'_> {
                 self.view
                     .print(&s.cyan(&crate::cli::render::todos_text(todos)));
             }
+            EventPayload::McpResourceUpdated { server, uri } => {
+                self.view
+                    .print(&s.dim(&format!("mcp resource updated: {server}:{uri}")));
+            }
             EventPayload::HookRun { decision, .. } => {
                 if let Some(line) = crate::command::hook_run_line(&event.payload) {
                     let line = match decision.as_str() {

@@ -240,6 +240,9 @@ pub fn event_line(event: &SessionEvent) -> Option<String> {
         EventPayload::PromptReferences { read, skipped, .. } => references_line(read, skipped),
         EventPayload::TodosUpdated { todos } => todos_text(todos),
         EventPayload::HookRun { .. } => crate::command::hook_run_line(&event.payload)?,
+        EventPayload::McpResourceUpdated { server, uri } => {
+            format!("mcp resource updated: {server}:{uri}")
+        }
     };
     Some(format!("#{seq} {text}"))
 }

@@ -507,6 +507,15 @@ impl GeminidApiServer for RpcHandler {
         mcp_resources::read(&self.daemon, server, uri).await
     }
 
+    async fn mcp_subscribe(
+        &self,
+        session_id: String,
+        server: String,
+        uri: String,
+    ) -> RpcResult<()> {
+        mcp_resources::subscribe(&self.daemon, session_id, server, uri).await
+    }
+
     async fn mcp_prompt(
         &self,
         server: String,

@@ -21,6 +21,7 @@ pub mod roots;
 pub mod server;
 pub mod sse;
 pub mod stdio;
+mod subscriptions;
 pub mod tool;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -66,7 +67,16 @@ pub struct McpManager {
     /// The workspace roots sessions opened (what servers' `roots/list`
     /// answers, `roots.rs`).
     open_roots: tokio::sync::watch::Sender<Arc<roots::Opened>>,
+    /// Which sessions subscribed to which resources.
+    subscribers: subscriptions::Subscribers,
+    /// Receives `(session, server, uri)` for each update a session
+    /// subscribed to (set once the sessions exist).
+    on_resource_updated: Mutex<Option<ResourceUpdatedFn>>,
 }
+
+/// Receives `(session, server, uri)`: a resource the session subscribed
+/// to changed.
+pub type ResourceUpdatedFn = Arc<dyn Fn(&str, &str, &str) + Send + Sync>;
 
 /// Forwards a server's events to the manager without a reference cycle.
 struct Relay(std::sync::Weak<McpManager>);
@@ -85,6 +95,22 @@ impl Events for Relay {
     fn tools_changed(&self) {
         if let Some(m) = self.0.upgrade() {
             m.sync_registry();
+        }
+    }
+
+    fn resource_updated(&self, server: &str, uri: &str) {
+        if let Some(m) = self.0.upgrade() {
+            let sessions = m.subscribers.subscribers(server, uri);
+            let to = m
+                .on_resource_updated
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            if let Some(to) = to {
+                for session in sessions {
+                    to(&session, server, uri);
+                }
+            }
         }
     }
 }
@@ -106,6 +132,8 @@ impl McpManager {
             tasks: TaskTracker::new(),
             sync: Mutex::new(()),
             open_roots: tokio::sync::watch::Sender::new(Arc::default()),
+            subscribers: subscriptions::Subscribers::default(),
+            on_resource_updated: Mutex::new(None),
         });
         for tool in resource_tools::tools(&manager) {
             if let Err(problem) = registry.register(tool) {
@@ -176,6 +204,29 @@ impl McpManager {
         uri: &str,
     ) -> Result<serde_json::Value, McpError> {
         Ok(self.server(server)?.read_resource(uri).await?)
+    }
+
+    /// Where resource updates go: `(session, server, uri)`.
+    pub fn set_on_resource_updated(&self, to: ResourceUpdatedFn) {
+        *self
+            .on_resource_updated
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(to);
+    }
+
+    /// Subscribes `session` to `uri` on `server`: the server is asked
+    /// (`resources/subscribe`) the first time any session wants it, and
+    /// each update becomes a `mcpResourceUpdated` event of the sessions
+    /// that subscribed.
+    pub async fn subscribe(&self, session: &str, server: &str, uri: &str) -> Result<(), McpError> {
+        self.server(server)?.subscribe(uri).await?;
+        self.subscribers.add(session, server, uri);
+        Ok(())
+    }
+
+    /// Forgets a session's subscriptions (it was deleted).
+    pub fn forget_session(&self, session: &str) {
+        self.subscribers.forget(session);
     }
 
     /// `prompts/get` of `name` on `server` with `arguments`: the answer as
