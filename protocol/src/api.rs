@@ -432,6 +432,13 @@ pub trait GeminidApi {
         server: String,
         uri: String,
     ) -> RpcResult<()>;
+
+    /// `mcp.logout {name}`: removes the stored OAuth token of the HTTP or
+    /// SSE server `name` and reconnects it without one; answers with its
+    /// state after that attempt (`needs_auth` for a server that wants a
+    /// login). A server without a token is reconnected all the same.
+    #[method(name = "mcp.logout", param_kind = map)]
+    async fn logout_mcp(&self, name: String) -> RpcResult<McpServerInfo>;
 }
 
 /// `session.prompt` with plain text, the common case.

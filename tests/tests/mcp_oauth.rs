@@ -167,4 +167,21 @@ async fn a_login_connects_without_restart_refreshes_and_survives_a_restart() {
         .filter(|g| *g == "authorization_code" || *g == "register")
         .count();
     assert_eq!(logins, 2, "{:?}", grants(work.path()));
+
+    // `gemctl mcp logout` forgets the token: needs_auth again, in
+    // `mcp list` too, and the token file no longer holds it.
+    let out = d
+        .gemctl(&["mcp", "logout", "secured"])
+        .output()
+        .expect("gemctl mcp logout");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.starts_with("secured: logged out; now needs_auth"),
+        "{text}"
+    );
+    let list = peers::wait_list(&c, 1, |_| true).await;
+    assert_eq!(peers::server(&list, "secured").status, "needs_auth");
+    let stored = std::fs::read_to_string(&store).expect("token store");
+    assert!(!stored.contains("access"), "{stored}");
 }

@@ -492,6 +492,10 @@ impl GeminidApiServer for RpcHandler {
         mcp::auth_wait(&self.daemon, &name).await
     }
 
+    async fn logout_mcp(&self, name: String) -> RpcResult<McpServerInfo> {
+        mcp::logout(&self.daemon, &name).await
+    }
+
     async fn mcp_resources(
         &self,
         server: Option<String>,

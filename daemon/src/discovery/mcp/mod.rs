@@ -397,6 +397,14 @@ impl McpManager {
         self.restart(name).await
     }
 
+    /// Forgets `name`'s stored OAuth token and reconnects without it: a
+    /// server that wants a login is `needs_auth` again.
+    pub async fn logout(&self, name: &str) -> Result<ServerSnapshot, McpError> {
+        let server = self.server(name)?;
+        server.auth.logout(&server.config)?;
+        self.restart(name).await
+    }
+
     /// Reconnects `name` now; returns its state after the new attempt (or
     /// after the connect timeout).
     pub async fn restart(&self, name: &str) -> Result<ServerSnapshot, McpError> {
