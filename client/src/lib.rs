@@ -26,6 +26,7 @@ mod command;
 mod edit;
 mod mcp_serve;
 mod questions;
+mod prompt_commands;
 mod start;
 pub mod transport;
 

@@ -31,11 +31,20 @@ pub fn main() -> ExitCode {
     crate::heap::share_arenas();
     raise_open_file_limit();
     let args = Args::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::new(&args.log))
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
+    {
+        use tracing_subscriber::Layer;
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        tracing_subscriber::registry()
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_writer(std::io::stderr)
+                    .with_ansi(std::io::stderr().is_terminal())
+                    .with_filter(crate::log_quiet::QuietAuthRequired)
+                    .with_filter(tracing_subscriber::EnvFilter::new(&args.log)),
+            )
+            .init();
+    }
     let mut config = DaemonConfig::from_env();
     if let Some(socket) = args.socket {
         config.socket = socket;

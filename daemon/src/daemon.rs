@@ -188,6 +188,26 @@ impl Daemon {
                     None => Err(crate::session::SessionError::ShuttingDown),
                 },
             ))));
+        // A resource a session subscribed to changed: an event of that
+        // session (loaded for it if it was unloaded; a deleted session's
+        // subscriptions are dropped).
+        let weak = Arc::downgrade(&daemon);
+        daemon.discovery.mcp.set_on_resource_updated(Arc::new(
+            move |session: &str, server: &str, uri: &str| {
+                let Some(daemon) = weak.upgrade() else {
+                    return;
+                };
+                match daemon.sessions.get(session) {
+                    Ok(handle) => {
+                        handle.announce(geminid_protocol::event::EventPayload::McpResourceUpdated {
+                            server: server.to_owned(),
+                            uri: uri.to_owned(),
+                        })
+                    }
+                    Err(_) => daemon.discovery.mcp.forget_session(session),
+                }
+            },
+        ));
         let weak = Arc::downgrade(&daemon);
         daemon
             .memory

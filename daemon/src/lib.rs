@@ -15,6 +15,7 @@ pub mod extensions;
 pub mod heap;
 pub mod hooks;
 pub mod jsonc;
+pub mod log_quiet;
 pub mod memory;
 pub mod model;
 pub mod policy;

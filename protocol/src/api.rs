@@ -440,6 +440,27 @@ pub trait GeminidApi {
         action: crate::question::AnswerAction,
         content: Option<Value>,
     ) -> RpcResult<crate::question::AnswerResult>;
+    /// `mcp.subscribe {sessionId, server, uri}`: subscribes the session to
+    /// `uri` on `server` (`resources/subscribe`, asked once per resource
+    /// and again after a reconnect); each `notifications/resources/updated`
+    /// for it becomes an `mcpResourceUpdated` event of the sessions that
+    /// subscribed. A prompt's `@server:uri` reference subscribes too. An
+    /// unknown server or session is invalid params; a server without
+    /// subscriptions, or one that refuses, is -32055.
+    #[method(name = "mcp.subscribe", param_kind = map)]
+    async fn mcp_subscribe(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+        server: String,
+        uri: String,
+    ) -> RpcResult<()>;
+
+    /// `mcp.logout {name}`: removes the stored OAuth token of the HTTP or
+    /// SSE server `name` and reconnects it without one; answers with its
+    /// state after that attempt (`needs_auth` for a server that wants a
+    /// login). A server without a token is reconnected all the same.
+    #[method(name = "mcp.logout", param_kind = map)]
+    async fn logout_mcp(&self, name: String) -> RpcResult<McpServerInfo>;
 }
 
 /// `session.prompt` with plain text, the common case.

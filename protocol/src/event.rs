@@ -225,6 +225,12 @@ pub enum EventPayload {
         request: crate::turn::TokenCounts,
         stop_reason: String,
     },
+    /// A resource this session subscribed to changed on its server
+    /// (`notifications/resources/updated`); read it again for what is new.
+    /// A session subscribes by referencing it (`@server:uri`) or with
+    /// `mcp.subscribe`.
+    #[serde(rename_all = "camelCase")]
+    McpResourceUpdated { server: String, uri: String },
 }
 
 /// The final notification of a subscription the daemon ends itself (the

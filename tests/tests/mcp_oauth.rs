@@ -178,4 +178,56 @@ async fn a_login_connects_without_restart_refreshes_and_survives_a_restart() {
         .filter(|g| *g == "authorization_code" || *g == "register")
         .count();
     assert_eq!(logins, 2, "{:?}", grants(work.path()));
+
+    // `gemctl mcp logout` forgets the token: needs_auth again, in
+    // `mcp list` too, and the token file no longer holds it.
+    let out = d
+        .gemctl(&["mcp", "logout", "secured"])
+        .output()
+        .expect("gemctl mcp logout");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.starts_with("secured: logged out; now needs_auth"),
+        "{text}"
+    );
+    let list = peers::wait_list(&c, 1, |_| true).await;
+    assert_eq!(peers::server(&list, "secured").status, "needs_auth");
+    let stored = std::fs::read_to_string(&store).expect("token store");
+    assert!(!stored.contains("access"), "{stored}");
+}
+
+/// A server that needs a login is not an error in the daemon's log: rmcp
+/// reports each 401 as an ERROR of its own, which the daemon keeps out;
+/// the state is in `mcp list` (needs_auth).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_server_needing_a_login_does_not_fill_the_log_with_errors() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let port = peers::free_port();
+    let _peer = start_peer(work.path(), port, 63);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let mut d = geminid_tests::TestDaemon::start_capturing_stderr();
+    d.terminate();
+    let dir = d.home().join(".gemini");
+    std::fs::create_dir_all(&dir).expect("gemini dir");
+    let settings = json!({"mcpServers": {"secured": {"httpUrl": url}}});
+    std::fs::write(dir.join("settings.json"), settings.to_string()).expect("settings");
+    d.spawn();
+    let c = d.client().await;
+    peers::wait_list(&c, 60, |l| {
+        peers::server(l, "secured").status == "needs_auth"
+    })
+    .await;
+    // A restart asks again (and is refused again).
+    let out = d
+        .gemctl(&["mcp", "restart", "secured"])
+        .output()
+        .expect("gemctl mcp restart");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("needs_auth"),
+        "{out:?}"
+    );
+    let log = d.stderr_text();
+    let errors: Vec<&str> = log.lines().filter(|l| l.contains("ERROR")).collect();
+    assert!(errors.is_empty(), "{errors:#?}");
 }

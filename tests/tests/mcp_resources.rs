@@ -1,5 +1,6 @@
 //! MCP resources through the daemon, with server-everything: the model's
-//! `list_mcp_resources` and `read_mcp_resource` tools.
+//! `list_mcp_resources` and `read_mcp_resource` tools; subscriptions
+//! (`mcp.subscribe`) and their updates as session events.
 
 mod peers;
 
@@ -227,4 +228,56 @@ async fn a_prompt_references_a_resource_by_server_and_uri() {
         })
         .expect("a promptReferences event");
     assert_eq!(skipped.len(), 1, "{skipped:?}");
+}
+
+/// `mcp.subscribe`: each session subscribes to its own resource of
+/// server-everything; its `toggle-subscriber-updates` tool makes the
+/// server send `notifications/resources/updated` for what the daemon
+/// subscribed to, and each update reaches only the session that asked.
+#[tokio::test(flavor = "multi_thread")]
+async fn resource_updates_reach_the_sessions_that_subscribed() {
+    use geminid_protocol::event::EventPayload;
+    use geminid_tests::collect_until;
+
+    let p = peers();
+    let d = daemon_with_settings(&json!({"mcpServers": {
+        "everything": {"command": everything(&p)}
+    }}));
+    let c = d.client().await;
+    connected(&c, &["everything"]).await;
+    let a = session(&c, &d, ApprovalMode::Yolo).await;
+    let b = session(&c, &d, ApprovalMode::Yolo).await;
+    let one = "test://static/resource/1";
+    let two = "test://static/resource/2";
+    c.mcp_subscribe(a.clone(), "everything".into(), one.into())
+        .await
+        .expect("a subscribes");
+    c.mcp_subscribe(b.clone(), "everything".into(), two.into())
+        .await
+        .expect("b subscribes");
+    // Refused: an unknown server, an unknown session.
+    let unknown = c
+        .mcp_subscribe(a.clone(), "nope".into(), one.into())
+        .await
+        .expect_err("unknown server");
+    assert!(unknown.to_string().contains("nope"), "{unknown}");
+    c.mcp_subscribe("no-such-session".into(), "everything".into(), one.into())
+        .await
+        .expect_err("unknown session");
+
+    let mut a_events = c.subscribe_session(a.clone(), Some(0)).await.unwrap();
+    let mut b_events = c.subscribe_session(b.clone(), Some(0)).await.unwrap();
+    let toggled = run(&c, &a, "toggle-subscriber-updates", json!({})).await;
+    assert_eq!(toggled.state, CallState::Success, "{toggled:#?}");
+
+    let updated = |uri: &'static str| {
+        move |e: &geminid_protocol::event::SessionEvent| {
+            matches!(&e.payload, EventPayload::McpResourceUpdated { server, uri: u }
+                if server == "everything" && u == uri)
+        }
+    };
+    let seen_a = collect_until(&mut a_events, updated(one)).await;
+    let seen_b = collect_until(&mut b_events, updated(two)).await;
+    assert!(!seen_a.iter().any(updated(two)), "{seen_a:#?}");
+    assert!(!seen_b.iter().any(updated(one)), "{seen_b:#?}");
 }

@@ -692,3 +692,42 @@ async fn structured_results_and_output_schemas_are_served_as_such() {
     assert!(!texts.is_empty(), "{r}");
     assert_eq!(server.close().await, Some(0));
 }
+
+/// A new MCP server in the daemon's settings adds tools to the session:
+/// the connected client is told (`notifications/tools/list_changed`, the
+/// capability advertised), and its next `tools/list` has them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_new_daemon_server_announces_a_changed_tool_list() {
+    let p = peers::peers();
+    let d = TestDaemon::start();
+    let ws = d.workspace.display().to_string();
+    let mut server = StdioPeer::spawn(d.gemctl(&["mcp", "serve", "--cwd", &ws, "--mode", "yolo"]));
+    let init = initialize(&mut server).await;
+    assert_eq!(
+        init["result"]["capabilities"]["tools"]["listChanged"], true,
+        "{init}"
+    );
+    let names = |r: &Value| -> Vec<String> {
+        r["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let (before, _) = server.call("tools/list", json!({})).await;
+    assert!(!names(&before).iter().any(|n| n == "echo"), "{before}");
+
+    let dir = d.home().join(".gemini");
+    std::fs::create_dir_all(&dir).expect("gemini dir");
+    std::fs::write(
+        dir.join("settings.json"),
+        json!({"mcpServers": {"everything": {"command": peers::everything(&p)}}}).to_string(),
+    )
+    .expect("settings");
+    server
+        .until(|m| m["method"] == "notifications/tools/list_changed")
+        .await;
+    let (after, _) = server.call("tools/list", json!({})).await;
+    assert!(names(&after).iter().any(|n| n == "echo"), "{after}");
+}

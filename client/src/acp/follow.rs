@@ -33,6 +33,8 @@ struct Shared {
 /// One followed session.
 pub struct Follow {
     pub session_id: String,
+    /// The session's workspace (which servers' prompts it is offered).
+    pub cwd: String,
     shared: Mutex<Shared>,
     task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
@@ -53,12 +55,14 @@ impl Follow {
         client: Arc<Client>,
         peer: Arc<Peer>,
         session_id: String,
+        cwd: String,
         since: u64,
         history_end: u64,
         load: Option<(Value, Value)>,
     ) -> Arc<Follow> {
         let follow = Arc::new(Follow {
             session_id,
+            cwd,
             shared: Mutex::new(Shared::default()),
             task: Mutex::new(None),
         });
@@ -67,6 +71,7 @@ impl Follow {
             peer,
             follow: Arc::downgrade(&follow),
             session_id: follow.session_id.clone(),
+            cwd: follow.cwd.clone(),
             history_end,
             replayed: false,
             load,
@@ -129,6 +134,7 @@ struct Follower {
     peer: Arc<Peer>,
     follow: std::sync::Weak<Follow>,
     session_id: String,
+    cwd: String,
     history_end: u64,
     replayed: bool,
     load: Option<(Value, Value)>,
@@ -159,12 +165,12 @@ impl Follower {
             }
         };
         if since >= self.history_end {
-            self.history_replayed();
+            self.history_replayed().await;
         }
         while let Some(Ok(event)) = events.next().await {
             self.on_event(&event).await;
             if event.seq >= self.history_end {
-                self.history_replayed();
+                self.history_replayed().await;
             }
         }
         // The daemon ended the stream (session deleted, daemon stopping):
@@ -192,14 +198,16 @@ impl Follower {
         self.peer.notify("session/update", params);
     }
 
-    /// Answers `session/load` (once) and asks about calls left waiting.
-    fn history_replayed(&mut self) {
+    /// Answers `session/load` (once), offers the MCP prompts as commands
+    /// and asks about calls left waiting.
+    async fn history_replayed(&mut self) {
         if self.replayed {
             return;
         }
         self.replayed = true;
         if let Some((request, result)) = self.load.take() {
             self.peer.respond(request, result);
+            self.announce_commands().await;
         }
         let waiting: Vec<ToolCallSnapshot> = self.awaiting.values().cloned().collect();
         for call in waiting {
@@ -207,8 +215,18 @@ impl Follower {
         }
     }
 
+    /// `available_commands_update` with the prompts offered now.
+    async fn announce_commands(&self) {
+        let commands = super::commands::offered(&self.client, &self.cwd).await;
+        self.update(super::commands::update(&commands));
+    }
+
     async fn on_event(&mut self, event: &SessionEvent) {
         match &event.payload {
+            // A server came or went: its prompts with it.
+            EventPayload::McpServerStatus { .. } if self.replayed => {
+                self.announce_commands().await
+            }
             EventPayload::ModelText { delta, .. } => {
                 self.update(convert::chunk("agent_message_chunk", delta))
             }

@@ -7,6 +7,7 @@
 //! followed in `follow.rs`, and `rpc.rs` frames messages.
 
 mod auth;
+mod commands;
 mod convert;
 mod follow;
 mod rpc;
@@ -145,6 +146,17 @@ impl Agent {
             _ => Err((code::METHOD_NOT_FOUND, format!("unknown method `{method}`"))),
         };
         match answered {
+            Ok(Some(result)) if method == "session/new" => {
+                let session_id = result["sessionId"].as_str().unwrap_or_default().to_owned();
+                self.peer.respond(id, result);
+                // After the answer: the editor knows the session by then.
+                if let Ok(follow) = self.follow(&session_id) {
+                    let commands = commands::offered(&self.client, &follow.cwd).await;
+                    let update =
+                        json!({"sessionId": session_id, "update": commands::update(&commands)});
+                    self.peer.notify("session/update", update);
+                }
+            }
             Ok(Some(result)) => self.peer.respond(id, result),
             // Answered later, by the session's follower.
             Ok(None) => {}
@@ -181,11 +193,19 @@ impl Agent {
             })
     }
 
-    fn start_follow(&self, session_id: &str, since: u64, end: u64, load: Option<(Value, Value)>) {
+    fn start_follow(
+        &self,
+        session_id: &str,
+        cwd: &str,
+        since: u64,
+        end: u64,
+        load: Option<(Value, Value)>,
+    ) {
         let follow = Follow::start(
             self.client.clone(),
             self.peer.clone(),
             session_id.to_owned(),
+            cwd.to_owned(),
             since,
             end,
             load,
@@ -204,7 +224,13 @@ impl Agent {
             .create_session(cwd.to_owned(), None, None, Some(true), None, None, None)
             .await
             .map_err(|e| daemon_error(&e))?;
-        self.start_follow(&info.session_id, info.last_seq, info.last_seq, None);
+        self.start_follow(
+            &info.session_id,
+            &info.cwd,
+            info.last_seq,
+            info.last_seq,
+            None,
+        );
         let models = self.model_state(info.model.as_deref()).await;
         Ok(
             json!({"sessionId": info.session_id, "modes": convert::mode_state(info.approval_mode), "models": models}),
@@ -221,7 +247,7 @@ impl Agent {
             .map_err(|e| daemon_error(&e))?;
         let models = self.model_state(info.model.as_deref()).await;
         let result = json!({"modes": convert::mode_state(info.approval_mode), "models": models});
-        self.start_follow(session_id, 0, info.last_seq, Some((id, result)));
+        self.start_follow(session_id, &info.cwd, 0, info.last_seq, Some((id, result)));
         Ok(())
     }
 
@@ -230,7 +256,11 @@ impl Agent {
         let blocks = params["prompt"]
             .as_array()
             .ok_or_else(|| invalid("missing array param `prompt`"))?;
-        let parts = convert::prompt_parts(blocks).map_err(invalid)?;
+        // `/<prompt> args`: an MCP prompt's text instead.
+        let blocks = commands::expand(&self.client, &follow.cwd, blocks)
+            .await
+            .map_err(invalid)?;
+        let parts = convert::prompt_parts(&blocks).map_err(invalid)?;
         let text = geminid_protocol::turn::shown_prompt("", &parts);
         follow.sending(&text);
         let accepted = match self

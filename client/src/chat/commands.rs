@@ -51,8 +51,17 @@ pub const HELP: &str = "\
 /rewind [checkpoint] [force]   list the checkpoints, or go back to one (its edits and all later ones)
 /quit                          leave (also Ctrl-D, or Ctrl-C twice when idle)
 /help                          this list
+/<prompt> [args]               an MCP server's prompt (listed below), sent as your turn;
+                               arguments as --name=value or by position; /<prompt> help lists them
 Anything else is a prompt; prompts typed while a turn runs are queued.
 A question is answered at the prompt (y, a, s, p, e or n, as it lists). Ctrl-C cancels the running turn.";
+
+/// The names of the commands above (aliases too): an MCP prompt with one
+/// of these names is offered as `server.name` instead.
+pub const BUILTINS: &[&str] = &[
+    "mode", "memory", "tools", "mcp", "sessions", "compress", "model", "stats", "quit", "exit",
+    "q", "help", "?", "undo", "rewind",
+];
 
 /// `None` when the line is not a command.
 pub fn parse(line: &str) -> Option<Result<Command, String>> {

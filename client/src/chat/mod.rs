@@ -74,7 +74,7 @@ or n (no); a plan with y (approve, ask before edits), a (approve, accept
 edits) or n, then a line of feedback for the model. Ctrl-C cancels
 the running turn; Ctrl-D (or Ctrl-C twice when idle, or /quit) leaves.
 Commands: /mode default|autoEdit|yolo|plan, /plan [goal], /memory show, /tools, /mcp,
-/sessions, /quit, /help. History is kept in
+/sessions, /quit, /help, and /<prompt> for the prompts of MCP servers. History is kept in
 $XDG_STATE_HOME/gemctl/chat_history (~/.local/state/gemctl/chat_history).
 Colours are off with NO_COLOR or when stdout is not a terminal.
 
@@ -129,6 +129,7 @@ pub async fn chat(ctx: &Ctx, args: ChatArgs) -> Outcome {
     let mut chat = Chat {
         client: &client,
         session_id: session.session_id.clone(),
+        cwd: session.cwd.clone(),
         view: View::new(screen, args.thoughts),
         confirm: Confirmations::default(),
         running_turn: None,
@@ -237,6 +238,8 @@ enum Flow {
 struct Chat<'a> {
     client: &'a Client,
     session_id: String,
+    /// The session's workspace: which workspace servers' prompts it sees.
+    cwd: String,
     view: View,
     confirm: Confirmations,
     running_turn: Option<String>,
@@ -291,6 +294,11 @@ impl Chat<'_> {
         };
         self.leave_armed = false;
         let trimmed = text.trim();
+        if let Some((name, rest)) = crate::prompt_commands::split(trimmed)
+            && !commands::BUILTINS.contains(&name)
+        {
+            return self.prompt_command(name, rest).await;
+        }
         if let Some(command) = commands::parse(trimmed) {
             return self.command(command).await;
         }
@@ -331,7 +339,8 @@ impl Chat<'_> {
         self.send_prompt(text).await
     }
 
-    /// Sends a prompt (queued behind the running turn, if any).
+    /// Sends `text` as a prompt of this terminal (queued behind the
+    /// running turn, if any).
     async fn send_prompt(&mut self, text: String) -> Result<Flow, Failure> {
         self.sent.push_back(text.clone());
         match self
@@ -375,7 +384,10 @@ impl Chat<'_> {
         if command == commands::Command::Quit {
             return Ok(Flow::Leave);
         }
-        let out = commands::run(&command, self.client, &self.session_id, s).await?;
+        let mut out = commands::run(&command, self.client, &self.session_id, s).await?;
+        if command == commands::Command::Help {
+            out.push_str(&self.prompt_help().await?);
+        }
         self.view.print(&out);
         // `/plan <goal>`: in plan mode, the goal goes to the model.
         if let commands::Command::Plan(Some(goal)) = command
@@ -384,6 +396,70 @@ impl Chat<'_> {
             return self.send_prompt(goal).await;
         }
         Ok(Flow::Go)
+    }
+
+    /// The MCP prompts offered now, for `/help`.
+    async fn prompt_help(&self) -> Result<String, Failure> {
+        let s = self.style();
+        let listed =
+            match crate::prompt_commands::load(self.client, commands::BUILTINS, &self.cwd).await {
+                Ok(listed) => listed,
+                Err(jsonrpsee::core::ClientError::Call(e)) => {
+                    return Ok(format!("\n{}", s.red(e.message())));
+                }
+                Err(e) => return Err(e.into()),
+            };
+        if listed.is_empty() {
+            return Ok(s.dim("\nno MCP prompts (no connected server offers any)"));
+        }
+        let mut out = String::from("\nMCP prompts:");
+        for c in &listed {
+            let usage = format!("/{} {}", c.name, c.hint());
+            let summary = c.description.lines().next().unwrap_or_default();
+            out.push_str(&format!(
+                "\n{} {}",
+                s.cyan(&format!("{:<30}", usage.trim_end())),
+                s.dim(&format!("{summary} ({})", c.server))
+            ));
+        }
+        Ok(out)
+    }
+
+    /// `/<prompt> [args]`: gets the MCP prompt and sends its text as the
+    /// turn; `/<prompt> help` lists its arguments.
+    async fn prompt_command(&mut self, name: &str, rest: &str) -> Result<Flow, Failure> {
+        let s = self.style();
+        let listed =
+            match crate::prompt_commands::load(self.client, commands::BUILTINS, &self.cwd).await {
+                Ok(listed) => listed,
+                Err(jsonrpsee::core::ClientError::Call(e)) => {
+                    self.view.print(&s.red(e.message()));
+                    return Ok(Flow::Go);
+                }
+                Err(e) => return Err(e.into()),
+            };
+        let Some(command) = listed.into_iter().find(|c| c.name == name) else {
+            self.view
+                .print(&s.red(&format!("unknown command /{name} (try /help)")));
+            return Ok(Flow::Go);
+        };
+        if rest == "help" {
+            self.view.print(&crate::prompt_commands::help(&command));
+            return Ok(Flow::Go);
+        }
+        match crate::prompt_commands::expand(self.client, &command, rest).await? {
+            Ok(text) => {
+                self.view.print(&s.dim(&format!(
+                    "(prompt {} of {})",
+                    command.prompt, command.server
+                )));
+                self.send_prompt(text).await
+            }
+            Err(message) => {
+                self.view.print(&s.red(&message));
+                Ok(Flow::Go)
+            }
+        }
     }
 
     /// Ctrl-C: cancels what runs; with nothing running, the second one
@@ -700,6 +776,10 @@ impl Chat<'_> {
                 if let Some(line) = crate::cli::render::question_line(&event.payload) {
                     self.view.print(&s.cyan(&line));
                 }
+            }
+            EventPayload::McpResourceUpdated { server, uri } => {
+                self.view
+                    .print(&s.dim(&format!("mcp resource updated: {server}:{uri}")));
             }
             EventPayload::HookRun { decision, .. } => {
                 if let Some(line) = crate::command::hook_run_line(&event.payload) {

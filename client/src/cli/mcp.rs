@@ -71,6 +71,10 @@ pub enum McpCommand {
         #[arg(long)]
         no_browser: bool,
     },
+    /// Forget a server's stored OAuth token; it shows needs_auth until the
+    /// next `gemctl mcp auth`
+    #[command(after_help = "Examples:\n  gemctl mcp logout linear")]
+    Logout { name: String },
     /// Serve the daemon's tools as an MCP server on stdio; calls run
     /// through one session's scheduler and policy
     #[command(
@@ -119,6 +123,16 @@ pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
             })
         }
         McpCommand::Auth { name, no_browser } => auth(ctx, name, no_browser).await,
+        McpCommand::Logout { name } => {
+            let client = ctx.connect().await?;
+            let info = client.logout_mcp(name).await?;
+            if ctx.json {
+                return print_json(&info);
+            }
+            let message = info.message.map(|m| format!(" ({m})")).unwrap_or_default();
+            outln!("{}: logged out; now {}{message}", info.name, info.status);
+            Ok(exit::OK)
+        }
         McpCommand::Rediscover { session } => {
             let client = ctx.connect().await?;
             let info = client.rediscover_tools(session).await?;

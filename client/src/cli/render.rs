@@ -255,6 +255,9 @@ pub fn event_line(event: &SessionEvent) -> Option<String> {
             question_line(&event.payload)?
         }
         EventPayload::McpSampling { .. } => crate::command::sampling_line(&event.payload),
+        EventPayload::McpResourceUpdated { server, uri } => {
+            format!("mcp resource updated: {server}:{uri}")
+        }
     };
     Some(format!("#{seq} {text}"))
 }

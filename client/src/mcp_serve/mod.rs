@@ -18,6 +18,7 @@ mod notify;
 mod paging;
 mod resources;
 mod server;
+mod tools_watch;
 mod watch;
 
 use std::path::{Path, PathBuf};

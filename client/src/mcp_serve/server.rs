@@ -33,6 +33,20 @@ pub struct DaemonTools {
     pub log_level: Mutex<LoggingLevel>,
     /// The subscription to the session's history, while one is held.
     pub history: HistoryWatch,
+    /// Following the session for tool list changes (from `initialized`).
+    pub tools_watch: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The tool names the client was last given (`tools/list`).
+    pub listed: super::tools_watch::Listed,
+}
+
+impl Drop for DaemonTools {
+    fn drop(&mut self) {
+        if let Ok(mut watch) = self.tools_watch.lock()
+            && let Some(task) = watch.take()
+        {
+            task.abort();
+        }
+    }
 }
 
 impl DaemonTools {
@@ -42,6 +56,8 @@ impl DaemonTools {
             page_size,
             log_level: Mutex::new(notify::DEFAULT_LEVEL),
             history: HistoryWatch::default(),
+            tools_watch: Mutex::new(None),
+            listed: Default::default(),
         }
     }
 
@@ -84,6 +100,7 @@ impl ServerHandler for DaemonTools {
                 .enable_resources()
                 .enable_resources_subscribe()
                 .enable_tools()
+                .enable_tool_list_changed()
                 .build(),
         )
         .with_server_info(Implementation::new("geminid", env!("CARGO_PKG_VERSION")))
@@ -93,6 +110,19 @@ impl ServerHandler for DaemonTools {
                  in `gemctl attach <session>` (the session id is on gemctl's stderr)."
                 .to_owned(),
         )
+    }
+
+    async fn on_initialized(&self, context: rmcp::service::NotificationContext<RoleServer>) {
+        let task = tokio::spawn(super::tools_watch::follow(
+            self.link.clone(),
+            context.peer,
+            self.listed.clone(),
+        ));
+        if let Ok(mut watch) = self.tools_watch.lock()
+            && let Some(old) = watch.replace(task)
+        {
+            old.abort();
+        }
     }
 
     async fn set_level(
@@ -193,6 +223,9 @@ impl ServerHandler for DaemonTools {
             .list_tools(Some(session_id))
             .await
             .map_err(daemon_error)?;
+        if let Ok(mut listed) = self.listed.lock() {
+            *listed = Some(tools.iter().map(|t| t.name.clone()).collect());
+        }
         let cursor = request.as_ref().and_then(|r| r.cursor.as_deref());
         let (tools, next) = paging::page(tools, |t| t.name.as_str(), cursor, self.page_size)
             .map_err(|paging::BadCursor| {

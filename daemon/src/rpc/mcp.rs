@@ -94,6 +94,16 @@ pub async fn auth_wait(daemon: &Daemon, name: &str) -> RpcResult<McpServerInfo> 
     }
 }
 
+pub async fn logout(daemon: &Daemon, name: &str) -> RpcResult<McpServerInfo> {
+    match daemon.discovery.mcp.logout(name).await {
+        Ok(snapshot) => Ok(server_info(snapshot)),
+        Err(e @ McpError::UnknownServer(_)) => Err(rpc_error(code::INVALID_PARAMS, e.to_string())),
+        Err(e @ (McpError::OAuth(_) | McpError::Call(_))) => {
+            Err(rpc_error(code::MCP_AUTH_FAILED, e.to_string()))
+        }
+    }
+}
+
 pub async fn rediscover(
     daemon: &Daemon,
     session_id: Option<String>,

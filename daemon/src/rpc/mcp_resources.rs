@@ -49,6 +49,27 @@ pub async fn read(daemon: &Daemon, server: String, uri: String) -> RpcResult<Mcp
     }
 }
 
+pub async fn subscribe(
+    daemon: &Daemon,
+    session_id: String,
+    server: String,
+    uri: String,
+) -> RpcResult<()> {
+    // The session must exist: updates are its events.
+    if daemon.sessions.get(&session_id).is_err() {
+        return Err(rpc_error(
+            code::INVALID_PARAMS,
+            format!("no session {session_id:?}"),
+        ));
+    }
+    daemon
+        .discovery
+        .mcp
+        .subscribe(&session_id, &server, &uri)
+        .await
+        .map_err(failure)
+}
+
 fn failure(e: McpError) -> jsonrpsee::types::ErrorObjectOwned {
     match e {
         McpError::UnknownServer(_) => rpc_error(code::INVALID_PARAMS, e.to_string()),

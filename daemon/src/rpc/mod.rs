@@ -525,6 +525,10 @@ impl GeminidApiServer for RpcHandler {
         mcp::auth_wait(&self.daemon, &name).await
     }
 
+    async fn logout_mcp(&self, name: String) -> RpcResult<McpServerInfo> {
+        mcp::logout(&self.daemon, &name).await
+    }
+
     async fn mcp_resources(
         &self,
         server: Option<String>,
@@ -538,6 +542,15 @@ impl GeminidApiServer for RpcHandler {
         uri: String,
     ) -> RpcResult<geminid_protocol::mcp::McpReadResult> {
         mcp_resources::read(&self.daemon, server, uri).await
+    }
+
+    async fn mcp_subscribe(
+        &self,
+        session_id: String,
+        server: String,
+        uri: String,
+    ) -> RpcResult<()> {
+        mcp_resources::subscribe(&self.daemon, session_id, server, uri).await
     }
 
     async fn mcp_prompt(

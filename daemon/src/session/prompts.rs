@@ -118,6 +118,7 @@ impl Actor {
                 files: self.ctx.clone(),
                 resources: Some(std::sync::Arc::new(super::resource_refs::McpResourceRefs(
                     self.deps.discovery.mcp.clone(),
+                    self.record.id.clone(),
                 ))),
             }),
             history,

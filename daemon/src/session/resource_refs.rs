@@ -1,7 +1,9 @@
 //! `@server:uri` in a prompt: an MCP resource a connected server lists,
 //! read through the daemon's MCP client. As in Gemini CLI 0.61, a
 //! reference is a resource only when `server` lists exactly `uri`;
-//! anything else stays a path for the workspace.
+//! anything else stays a path for the workspace. A resource read for a
+//! prompt subscribes the session to it, when its server offers
+//! subscriptions: its updates become the session's events.
 
 use std::sync::Arc;
 
@@ -10,7 +12,8 @@ use crate::discovery::mcp::McpManager;
 use crate::model::Part;
 use crate::tools::ContentPart;
 
-pub struct McpResourceRefs(pub Arc<McpManager>);
+/// The daemon's MCP client, and the session whose prompt references.
+pub struct McpResourceRefs(pub Arc<McpManager>, pub String);
 
 /// `server:uri` split at the first colon (a URI has colons of its own).
 fn split(reference: &str) -> Option<(&str, &str)> {
@@ -37,6 +40,10 @@ impl ResourceRefs for McpResourceRefs {
             .resource_parts(server, uri)
             .await
             .map_err(|e| e.to_string())?;
+        if let Err(e) = self.0.subscribe(&self.1, server, uri).await {
+            // Not every server offers subscriptions: the read stands.
+            tracing::debug!(server, uri, error = %e, "no subscription for a referenced resource");
+        }
         Ok(parts
             .into_iter()
             .map(|part| match part {

@@ -55,6 +55,9 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(100);
 /// are counted as skipped).
 const PROGRESS_KEEP_BYTES: usize = 16 * 1024;
 
+/// Receives the URI of a `notifications/resources/updated`.
+pub type UriFn = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// What a connection's handler shares with the rest of the daemon.
 #[derive(Default)]
 pub struct Hooks {
@@ -75,6 +78,9 @@ pub struct Hooks {
     /// Where `sampling/createMessage` goes (none: the capability is not
     /// advertised and requests are declined, as for a probe).
     pub sampling: Option<Arc<super::sampling::ServerSampling>>,
+    /// Where `notifications/resources/updated` goes (the URI); set by
+    /// the server's connection loop.
+    pub resource_updated: Mutex<Option<UriFn>>,
 }
 
 impl Hooks {
@@ -278,6 +284,22 @@ impl ClientHandler for Handler {
 
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.0.lists_changed.notify_one();
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let to = self
+            .0
+            .resource_updated
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(to) = to {
+            to(&params.uri);
+        }
     }
 
     #[allow(deprecated)] // rmcp's roots types: see `roots.rs`.

@@ -30,6 +30,7 @@ pub mod sampling_convert;
 pub mod server;
 pub mod sse;
 pub mod stdio;
+mod subscriptions;
 pub mod tool;
 
 use std::collections::BTreeMap;
@@ -124,7 +125,16 @@ pub struct McpManager {
     open_roots: tokio::sync::watch::Sender<Arc<roots::Opened>>,
     /// Where servers' sampling requests go (`sampling.rs`).
     sampling: Arc<sampling::SamplingDesk>,
+    /// Which sessions subscribed to which resources.
+    subscribers: subscriptions::Subscribers,
+    /// Receives `(session, server, uri)` for each update a session
+    /// subscribed to (set once the sessions exist).
+    on_resource_updated: Mutex<Option<ResourceUpdatedFn>>,
 }
+
+/// Receives `(session, server, uri)`: a resource the session subscribed
+/// to changed.
+pub type ResourceUpdatedFn = Arc<dyn Fn(&str, &str, &str) + Send + Sync>;
 
 /// Forwards a server's events to the manager without a reference cycle.
 struct Relay(std::sync::Weak<McpManager>);
@@ -148,6 +158,22 @@ impl Events for Relay {
             m.sync_registry();
         }
     }
+
+    fn resource_updated(&self, server: &str, uri: &str) {
+        if let Some(m) = self.0.upgrade() {
+            let sessions = m.subscribers.subscribers(server, uri);
+            let to = m
+                .on_resource_updated
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            if let Some(to) = to {
+                for session in sessions {
+                    to(&session, server, uri);
+                }
+            }
+        }
+    }
 }
 
 impl McpManager {
@@ -169,6 +195,8 @@ impl McpManager {
             open_roots: tokio::sync::watch::Sender::new(Arc::default()),
             enablement: Mutex::new(Enablement::default()),
             sampling: Arc::default(),
+            subscribers: subscriptions::Subscribers::default(),
+            on_resource_updated: Mutex::new(None),
         });
         for tool in resource_tools::tools(&manager) {
             if let Err(problem) = registry.register(tool) {
@@ -320,6 +348,29 @@ impl McpManager {
             .server_in(server, Some(root))?
             .read_resource(uri)
             .await?)
+    }
+
+    /// Where resource updates go: `(session, server, uri)`.
+    pub fn set_on_resource_updated(&self, to: ResourceUpdatedFn) {
+        *self
+            .on_resource_updated
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(to);
+    }
+
+    /// Subscribes `session` to `uri` on `server`: the server is asked
+    /// (`resources/subscribe`) the first time any session wants it, and
+    /// each update becomes a `mcpResourceUpdated` event of the sessions
+    /// that subscribed.
+    pub async fn subscribe(&self, session: &str, server: &str, uri: &str) -> Result<(), McpError> {
+        self.server(server, None)?.subscribe(uri).await?;
+        self.subscribers.add(session, server, uri);
+        Ok(())
+    }
+
+    /// Forgets a session's subscriptions (it was deleted).
+    pub fn forget_session(&self, session: &str) {
+        self.subscribers.forget(session);
     }
 
     /// `prompts/get` of `name` on `server` with `arguments`: the answer as
@@ -511,6 +562,14 @@ impl McpManager {
     ) -> Result<ServerSnapshot, McpError> {
         let server = self.server(name, scope)?;
         server.auth.finish_login(&server.config).await?;
+        self.restart(name, Some(&server.config.scope)).await
+    }
+
+    /// Forgets `name`'s stored OAuth token and reconnects without it: a
+    /// server that wants a login is `needs_auth` again.
+    pub async fn logout(&self, name: &str) -> Result<ServerSnapshot, McpError> {
+        let server = self.server(name, None)?;
+        server.auth.logout(&server.config)?;
         self.restart(name, Some(&server.config.scope)).await
     }
 

@@ -110,6 +110,9 @@ pub struct Server {
     lost: Notify,
     /// Counts finished connection attempts (for `mcp.restart` to wait on).
     pub attempts: watch::Sender<u64>,
+    /// The URIs some session subscribed to: subscribed again on each new
+    /// connection.
+    subscribed: Mutex<std::collections::BTreeSet<String>>,
 }
 
 /// What the connection loop tells its owner.
@@ -117,6 +120,8 @@ pub trait Events: Send + Sync {
     fn status(&self, server: &str, scope: &str, status: Status, message: Option<&str>);
     /// The server's tools changed (connected, refreshed).
     fn tools_changed(&self);
+    /// The server sent `notifications/resources/updated` for `uri`.
+    fn resource_updated(&self, _server: &str, _uri: &str) {}
 }
 
 /// One open connection: the running client and a stdio server's process
@@ -183,6 +188,7 @@ impl Server {
             restart: Notify::new(),
             lost: Notify::new(),
             attempts: watch::channel(0).0,
+            subscribed: Mutex::default(),
         })
     }
 
@@ -234,6 +240,65 @@ impl Server {
             ))),
             Ok(Ok(result)) => serde_json::to_value(&result)
                 .map_err(|e| ToolError::execution(format!("bad resources/read answer: {e}"))),
+        }
+    }
+
+    /// `resources/subscribe` of `uri` (once per connection; kept for the
+    /// next ones). A server that does not offer subscriptions is refused
+    /// here rather than asked.
+    pub async fn subscribe(&self, uri: &str) -> Result<(), ToolError> {
+        let (live, info) = {
+            let s = self.lock();
+            (s.live.clone(), s.peer_info.clone())
+        };
+        let Some((peer, _)) = live else {
+            return Err(self.unavailable());
+        };
+        let offered = info
+            .as_ref()
+            .and_then(|i| i.pointer("/capabilities/resources/subscribe"))
+            .and_then(Value::as_bool)
+            == Some(true);
+        if !offered {
+            return Err(ToolError::execution(format!(
+                "MCP server {} does not offer resource subscriptions",
+                self.name()
+            )));
+        }
+        let newly = self
+            .subscribed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(uri.to_owned());
+        if !newly {
+            return Ok(());
+        }
+        if let Err(e) = send_subscribe(&peer, uri, self.config.timeout).await {
+            self.subscribed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(uri);
+            return Err(ToolError::execution(format!(
+                "MCP server {} could not subscribe to {uri}: {e}",
+                self.name()
+            )));
+        }
+        Ok(())
+    }
+
+    /// Subscribes the new connection to what the last ones were.
+    async fn resubscribe(&self, peer: &Peer<RoleClient>) {
+        let uris: Vec<String> = self
+            .subscribed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        for uri in uris {
+            if let Err(e) = send_subscribe(peer, &uri, self.config.timeout).await {
+                tracing::warn!(server = self.name(), uri, error = %e, "resubscribing failed");
+            }
         }
     }
 
@@ -317,6 +382,15 @@ impl Server {
     /// the connection to end (or a restart), opens again with exponential
     /// backoff.
     pub async fn run(self: Arc<Self>, events: Arc<dyn Events>, stop: CancellationToken) {
+        let relay = events.clone();
+        let name = self.name().to_owned();
+        *self
+            .hooks
+            .resource_updated
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(move |uri: &str| {
+            relay.resource_updated(&name, uri)
+        }));
         let mut backoff = Duration::from_secs(1);
         loop {
             let opened = tokio::select! {
@@ -394,6 +468,7 @@ impl Server {
             s.pid = open.group.as_ref().map(|g| g.0);
             s.peer_info = peer.peer_info().and_then(|i| serde_json::to_value(i).ok());
         }
+        self.resubscribe(&peer).await;
         self.set(events, Status::Connected, None);
         events.tools_changed();
         self.attempt_done();
@@ -686,4 +761,18 @@ async fn tell_cancelled(peer: &Peer<RoleClient>, id: RequestId, reason: &str) {
     let params = CancelledNotificationParam::new(Some(id), Some(reason.to_owned()));
     // Best effort: the server may already be gone.
     let _ = tokio::time::timeout(Duration::from_secs(2), peer.notify_cancelled(params)).await;
+}
+
+#[allow(deprecated)] // `resources/subscribe` is legacy in 2026-07-28; servers speak 2025-11-25.
+async fn send_subscribe(
+    peer: &Peer<RoleClient>,
+    uri: &str,
+    timeout: Duration,
+) -> Result<(), String> {
+    let sent = peer.subscribe(rmcp::model::SubscribeRequestParams::new(uri));
+    match tokio::time::timeout(timeout, sent).await {
+        Err(_) => Err("no answer".into()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Ok(_)) => Ok(()),
+    }
 }

@@ -1,0 +1,59 @@
+//! Which sessions subscribed to which MCP resources (`server`, `uri`):
+//! the table a `notifications/resources/updated` is looked up in. The
+//! server is asked once per resource (`server.rs` keeps what it was asked
+//! and asks again after a reconnect); sessions are only remembered here.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
+
+#[derive(Default)]
+pub struct Subscribers {
+    by_resource: Mutex<BTreeMap<(String, String), BTreeSet<String>>>,
+}
+
+impl Subscribers {
+    fn lock(&self) -> std::sync::MutexGuard<'_, BTreeMap<(String, String), BTreeSet<String>>> {
+        self.by_resource.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn add(&self, session: &str, server: &str, uri: &str) {
+        self.lock()
+            .entry((server.to_owned(), uri.to_owned()))
+            .or_default()
+            .insert(session.to_owned());
+    }
+
+    /// The sessions subscribed to `uri` of `server`, in id order.
+    pub fn subscribers(&self, server: &str, uri: &str) -> Vec<String> {
+        self.lock()
+            .get(&(server.to_owned(), uri.to_owned()))
+            .map(|s| s.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    pub fn forget(&self, session: &str) {
+        self.lock().retain(|_, sessions| {
+            sessions.remove(session);
+            !sessions.is_empty()
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn updates_go_to_the_sessions_that_subscribed() {
+        let s = Subscribers::default();
+        s.add("b", "srv", "x://1");
+        s.add("a", "srv", "x://1");
+        s.add("a", "srv", "x://1");
+        s.add("a", "other", "x://2");
+        assert_eq!(s.subscribers("srv", "x://1"), ["a", "b"]);
+        assert!(s.subscribers("srv", "x://2").is_empty());
+        s.forget("a");
+        assert_eq!(s.subscribers("srv", "x://1"), ["b"]);
+        assert!(s.subscribers("other", "x://2").is_empty());
+    }
+}
