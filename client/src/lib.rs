@@ -25,8 +25,8 @@ mod client;
 mod command;
 mod edit;
 mod mcp_serve;
-mod questions;
 mod prompt_commands;
+mod questions;
 mod start;
 pub mod transport;
 

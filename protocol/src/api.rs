@@ -429,7 +429,7 @@ pub trait GeminidApi {
 
     /// `session.answer {sessionId, questionId, action, content?}`: answers
     /// a `questionAsked` question (`accept` with `content`, `decline`,
-    /// `cancel`). The first answer wins: a later one is error -32044
+    /// `cancel`). The first answer wins: a later one is error -32046
     /// naming who answered; `content` that does not fit the question's
     /// fields is error -32602 and the question stays open.
     #[method(name = "session.answer", param_kind = map, with_extensions)]

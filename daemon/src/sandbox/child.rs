@@ -109,26 +109,9 @@ fn c_path(path: &Path) -> io::Result<CString> {
 
 /// `statvfs` flags → the `MS_*` flags a read-only remount must keep.
 fn locked_flags(path: &Path) -> io::Result<libc::c_ulong> {
-    Ok(ms_flags(rustix::fs::statvfs(path)?.f_flag))
-}
-
-/// The `MS_*` flags of `statvfs` flags `f`.
-pub(super) fn ms_flags(f: rustix::fs::StatVfsMountFlags) -> libc::c_ulong {
-    use rustix::fs::StatVfsMountFlags as S;
-    let mut out: libc::c_ulong = 0;
-    for (st, ms) in [
-        (S::NOSUID, libc::MS_NOSUID),
-        (S::NODEV, libc::MS_NODEV),
-        (S::NOEXEC, libc::MS_NOEXEC),
-        (S::NOATIME, libc::MS_NOATIME),
-        (S::NODIRATIME, libc::MS_NODIRATIME),
-        (S::RELATIME, libc::MS_RELATIME),
-    ] {
-        if f.contains(st) {
-            out |= ms;
-        }
-    }
-    out
+    Ok(super::instructions::ms_flags(
+        rustix::fs::statvfs(path)?.f_flag,
+    ))
 }
 
 /// What could not be held read-only because it does not exist (the call

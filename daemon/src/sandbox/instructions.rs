@@ -102,7 +102,7 @@ pub fn guard_roots(roots: &[PathBuf], pinned: &[PinnedRoot]) -> io::Result<Guard
         let git = kind(&dir, ".git")?;
         let mut gemini = kind(&dir, ".gemini")?;
         let link = Some(FileType::Symlink);
-        let flags = super::child::ms_flags(rustix::fs::fstatvfs(&dir)?.f_flag);
+        let flags = ms_flags(rustix::fs::fstatvfs(&dir)?.f_flag);
         if git.is_none() || git == link || gemini == link {
             out.locked.push(Locked {
                 dir: root.clone(),
@@ -165,7 +165,7 @@ pub fn guard_place(
         entries: entries(&fd, dir)?,
         keeps: place.to_path_buf(),
         identity: identity(&fd)?,
-        flags: super::child::ms_flags(rustix::fs::fstatvfs(&fd)?.f_flag),
+        flags: ms_flags(rustix::fs::fstatvfs(&fd)?.f_flag),
     });
     Ok(())
 }
@@ -228,6 +228,25 @@ fn create_dir(dir: &OwnedFd, name: &str) -> io::Result<()> {
         Ok(()) | Err(rustix::io::Errno::EXIST) => Ok(()),
         Err(e) => Err(e.into()),
     }
+}
+
+/// The `MS_*` flags of `statvfs` flags `f`.
+pub(super) fn ms_flags(f: rustix::fs::StatVfsMountFlags) -> libc::c_ulong {
+    use rustix::fs::StatVfsMountFlags as S;
+    let mut out: libc::c_ulong = 0;
+    for (st, ms) in [
+        (S::NOSUID, libc::MS_NOSUID),
+        (S::NODEV, libc::MS_NODEV),
+        (S::NOEXEC, libc::MS_NOEXEC),
+        (S::NOATIME, libc::MS_NOATIME),
+        (S::NODIRATIME, libc::MS_NODIRATIME),
+        (S::RELATIME, libc::MS_RELATIME),
+    ] {
+        if f.contains(st) {
+            out |= ms;
+        }
+    }
+    out
 }
 
 #[cfg(test)]
