@@ -291,7 +291,7 @@ async fn a_deleted_data_dir_acknowledges_nothing_and_status_says_why() {
     .await;
     assert_eq!(before.outcome.unwrap().state, CallState::Success);
 
-    std::fs::remove_dir_all(&d.data_dir).unwrap();
+    remove_while_written(&d.data_dir);
     let waiting = call_in_background(d.client().await, &sid, "during");
     let created = {
         let c = d.client().await;
@@ -429,4 +429,22 @@ fn entry_offsets(file: &[u8]) -> Vec<usize> {
         at += 16 + len;
     }
     out
+}
+
+/// Removes `dir` while the daemon may still be writing in it: a file made
+/// during the removal leaves it not empty, so it is tried again.
+fn remove_while_written(dir: &std::path::Path) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        match std::fs::remove_dir_all(dir) {
+            Ok(()) => return,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return,
+            Err(e) => assert!(
+                std::time::Instant::now() < deadline,
+                "{} could not be removed: {e}",
+                dir.display()
+            ),
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
 }

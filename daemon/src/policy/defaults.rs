@@ -35,6 +35,6 @@ mod tests {
     fn builtin_rules_parse_cleanly() {
         let (rules, errors) = parse_builtin(DEFAULTS_TOML, DEFAULTS_SOURCE);
         assert!(errors.is_empty(), "{errors:?}");
-        assert_eq!(rules.len(), 23);
+        assert_eq!(rules.len(), 24);
     }
 }
