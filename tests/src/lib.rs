@@ -519,6 +519,38 @@ pub fn print_load(label: &str) {
     println!("- {label}: {}", parts.join(" "));
 }
 
+/// The final snapshot of a `run_shell_command` call of `command`.
+pub async fn shell_call(
+    c: &Client,
+    session: &str,
+    command: &str,
+) -> geminid_protocol::tool::ToolCallSnapshot {
+    call_and_wait(
+        c,
+        session,
+        "run_shell_command",
+        json!({ "command": command }),
+    )
+    .await
+    .outcome
+    .expect("final snapshot")
+}
+
+/// Whether a shell call's command exited 0 (or said no exit code).
+pub fn exited_zero(s: &geminid_protocol::tool::ToolCallSnapshot) -> bool {
+    let text = call_text(s);
+    text.contains("Exit Code: 0") || !text.contains("Exit Code")
+}
+
+/// A daemon with a TMPDIR of its own, so its workspace is not inside a
+/// writable temp dir; the dir lives as long as the second value.
+pub fn daemon_with_own_tmpdir() -> (TestDaemon, tempfile::TempDir) {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let tmpdir = tmp.path().canonicalize().expect("temp dir path");
+    let d = TestDaemon::start_with_env(&[("TMPDIR", tmpdir.to_str().expect("utf-8 temp dir"))]);
+    (d, tmp)
+}
+
 /// What a call gave back as text: its result's text parts, then its
 /// error's message (for checking what a refusal said).
 pub fn call_text(s: &geminid_protocol::tool::ToolCallSnapshot) -> String {

@@ -51,13 +51,6 @@ fn started(env: &[(&str, &str)], setup: impl FnOnce(&TestDaemon)) -> TestDaemon 
     d
 }
 
-async fn shell(c: &Client, session: &str, command: &str) -> ToolCallSnapshot {
-    call_and_wait(c, session, "run_shell_command", json!({"command": command}))
-        .await
-        .outcome
-        .expect("final snapshot")
-}
-
 fn llm_text(s: &ToolCallSnapshot) -> String {
     match &s.result {
         Some(r) => r
@@ -207,7 +200,7 @@ async fn a_rewrite_is_checked_by_the_policy_again() {
     std::fs::write(d.workspace.join("keep.txt"), "kept").unwrap();
     let c = d.client().await;
     let session = yolo_session(&c, &d.workspace).await;
-    let done = shell(&c, &session, "echo harmless").await;
+    let done = shell_call(&c, &session, "echo harmless").await;
     assert_eq!(done.state, CallState::Error, "{done:?}");
     assert_eq!(done.error.as_ref().map(|e| e.kind.as_str()), Some("denied"));
     assert_eq!(
@@ -267,7 +260,7 @@ async fn ask_makes_a_person_decide_or_refuses_when_nobody_can() {
         Some(false),
     )
     .await;
-    let done = shell(&c, &headless, "echo hi").await;
+    let done = shell_call(&c, &headless, "echo hi").await;
     assert_eq!(done.state, CallState::Error);
     assert!(llm_text(&done).contains("not interactive"), "{done:?}");
 }
@@ -284,14 +277,14 @@ async fn after_tool_hides_a_result_or_adds_context() {
     });
     let c = d.client().await;
     let session = yolo_session(&c, &d.workspace).await;
-    let hidden = shell(&c, &session, "echo SECRET").await;
+    let hidden = shell_call(&c, &session, "echo SECRET").await;
     assert_eq!(hidden.state, CallState::Error);
     let text = llm_text(&hidden);
     assert!(
         text.contains("Tool result blocked: [redacted]") && !text.contains("SECRET"),
         "{text}"
     );
-    let added = shell(&c, &session, "echo fine").await;
+    let added = shell_call(&c, &session, "echo fine").await;
     assert_eq!(added.state, CallState::Success);
     assert!(
         llm_text(&added).contains("<hook_context>tests pass</hook_context>"),
@@ -334,7 +327,7 @@ async fn a_hook_that_hangs_crashes_or_prints_garbage_never_holds_a_call() {
         let c = d.client().await;
         let session = yolo_session(&c, &d.workspace).await;
         let begun = Instant::now();
-        let done = shell(&c, &session, "echo still-ran").await;
+        let done = shell_call(&c, &session, "echo still-ran").await;
         assert!(begun.elapsed() < Duration::from_secs(10), "{name}");
         // The documented default: the call goes on.
         assert_eq!(done.state, CallState::Success, "{name}: {done:?}");
@@ -361,7 +354,7 @@ async fn exit_status_two_blocks_with_stderr_as_the_reason() {
     });
     let c = d.client().await;
     let session = yolo_session(&c, &d.workspace).await;
-    let done = shell(&c, &session, "touch made").await;
+    let done = shell_call(&c, &session, "touch made").await;
     assert_eq!(done.state, CallState::Error);
     assert!(llm_text(&done).contains("Tool execution blocked: not on my watch"));
     assert!(!d.workspace.join("made").exists());
@@ -537,7 +530,7 @@ async fn an_untrusted_workspace_runs_none_of_its_hooks_and_disabled_hooks_do_not
     });
     let c = d.client().await;
     let session = yolo_session(&c, &d.workspace).await;
-    let done = shell(&c, &session, "echo ran").await;
+    let done = shell_call(&c, &session, "echo ran").await;
     assert_eq!(done.state, CallState::Success, "{done:?}");
     assert!(runs(&events(&c, &session).await).is_empty());
 }

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use geminid_protocol::session::ApprovalMode;
-use geminid_protocol::tool::{CallState, ToolCallSnapshot};
+use geminid_protocol::tool::CallState;
 use geminid_tests::*;
 use serde_json::json;
 
@@ -40,18 +40,6 @@ fn setup() -> Setup {
         outside,
         _tmp: tmp,
     }
-}
-
-async fn shell(c: &Client, session: &str, command: &str) -> ToolCallSnapshot {
-    call_and_wait(
-        c,
-        session,
-        "run_shell_command",
-        json!({ "command": command }),
-    )
-    .await
-    .outcome
-    .expect("final snapshot")
 }
 
 async fn session_with(c: &Client, root: &Path, sandbox: Option<&str>) -> String {
@@ -130,7 +118,7 @@ async fn writes_outside_the_workspace_are_refused_however_spelled() {
         ),
     ];
     for (name, command, target) in &cases {
-        let snap = shell(&c, &session, command).await;
+        let snap = shell_call(&c, &session, command).await;
         let text = call_text(&snap);
         assert!(
             !target.exists(),
@@ -140,7 +128,7 @@ async fn writes_outside_the_workspace_are_refused_however_spelled() {
         assert!(text.contains("Sandbox: workspace-write"), "{name}: {text}");
     }
     // A hard link to a file outside, then a write through it.
-    let snap = shell(
+    let snap = shell_call(
         &c,
         &session,
         &format!(
@@ -157,7 +145,7 @@ async fn writes_outside_the_workspace_are_refused_however_spelled() {
         call_text(&snap)
     );
     // The result names what was refused, and how to ask.
-    let snap = shell(&c, &session, &format!("touch {}/named.txt", out.display())).await;
+    let snap = shell_call(&c, &session, &format!("touch {}/named.txt", out.display())).await;
     let text = call_text(&snap);
     assert!(text.contains("The sandbox may have refused"), "{text}");
     assert!(
@@ -173,7 +161,7 @@ async fn workspace_writes_still_work() {
     let c = s.d.client().await;
     let ws = &s.d.workspace;
     let session = yolo_session(&c, ws).await;
-    let snap = shell(
+    let snap = shell_call(
         &c,
         &session,
         "mkdir -p sub/deep && echo hi > sub/deep/a.txt && mv sub/deep/a.txt b.txt \
@@ -217,7 +205,7 @@ async fn git_config_and_hooks_are_read_only_inside_the_workspace() {
         "cd .gemini && echo '{}' > settings.json",
     ];
     for a in attempts {
-        let snap = shell(&c, &session, a).await;
+        let snap = shell_call(&c, &session, a).await;
         assert_eq!(
             std::fs::read_to_string(ws.join(".git/config")).unwrap(),
             "[core]\n",
@@ -230,9 +218,9 @@ async fn git_config_and_hooks_are_read_only_inside_the_workspace() {
         assert!(!ws.join(".gemini/policies").exists(), "{a}");
     }
     // All of .git is held (as 0.61 does); the workspace's own files are not.
-    let snap = shell(&c, &session, "mkdir -p .git/objects/ab").await;
+    let snap = shell_call(&c, &session, "mkdir -p .git/objects/ab").await;
     assert!(!ws.join(".git/objects/ab").exists(), "{}", call_text(&snap));
-    let snap = shell(&c, &session, "echo x > new.txt && mkdir -p src/a").await;
+    let snap = shell_call(&c, &session, "echo x > new.txt && mkdir -p src/a").await;
     assert!(
         call_text(&snap).contains("Exit Code: 0"),
         "{}",
@@ -256,7 +244,7 @@ async fn a_secret_is_hidden() {
         "ls -la ~/.ssh; base64 ~/.ssh/*",
         &format!("cat {}/*", s.d.data_dir.display()),
     ] {
-        let snap = shell(&c, &session, command).await;
+        let snap = shell_call(&c, &session, command).await;
         let text = call_text(&snap);
         assert!(!text.contains("SECRET-KEY-MATERIAL"), "{command}: {text}");
         assert!(!text.contains("U0VDUkVU"), "{command}: {text}");
@@ -271,7 +259,7 @@ async fn no_connection_leaves_the_sandbox() {
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
     let session = yolo_session(&c, &s.d.workspace).await;
-    let snap = shell(
+    let snap = shell_call(
         &c,
         &session,
         &format!(
@@ -285,7 +273,7 @@ async fn no_connection_leaves_the_sandbox() {
     assert!(text.contains("Refused network access"), "{text}");
     // The daemon's own socket is out of reach too (a command that could
     // talk to the daemon could start an unsandboxed session).
-    let snap = shell(
+    let snap = shell_call(
         &c,
         &session,
         &format!(
@@ -308,7 +296,7 @@ async fn a_double_fork_stays_confined_after_the_call() {
     let ws = &s.d.workspace;
     let out = &s.outside;
     let session = yolo_session(&c, ws).await;
-    let snap = shell(
+    let snap = shell_call(
         &c,
         &session,
         &format!(
@@ -341,7 +329,7 @@ async fn the_session_decides_and_leaving_the_sandbox_asks() {
     let out = &s.outside;
     // sandbox "off" at session.create: a yolo session runs unsandboxed.
     let off = session_with(&c, ws, Some("off")).await;
-    let snap = shell(&c, &off, &format!("echo x > {}/off.txt", out.display())).await;
+    let snap = shell_call(&c, &off, &format!("echo x > {}/off.txt", out.display())).await;
     assert!(out.join("off.txt").exists(), "{}", call_text(&snap));
     // An unknown mode is refused at create.
     let bad = c
@@ -370,7 +358,7 @@ async fn the_session_decides_and_leaving_the_sandbox_asks() {
         .await
         .unwrap()
         .session_id;
-    let snap = shell(&c, &on, "echo x > ro.txt").await;
+    let snap = shell_call(&c, &on, "echo x > ro.txt").await;
     assert!(!ws.join("ro.txt").exists(), "{}", call_text(&snap));
     assert!(
         call_text(&snap).contains("Sandbox: read-only"),
@@ -466,14 +454,14 @@ async fn sandbox_latency() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(30);
     // Warm both paths (the kernel probe runs once).
-    shell(&c, &on, "true").await;
-    shell(&c, &off, "true").await;
+    shell_call(&c, &on, "true").await;
+    shell_call(&c, &off, "true").await;
     let (mut t_on, mut t_off) = (Vec::new(), Vec::new());
     for i in 0..rounds {
         let order = if i % 2 == 0 { [&on, &off] } else { [&off, &on] };
         for session in order {
             let start = Instant::now();
-            let snap = shell(&c, session, "true").await;
+            let snap = shell_call(&c, session, "true").await;
             let took = start.elapsed().as_secs_f64() * 1000.0;
             assert_eq!(snap.state, CallState::Success, "{}", call_text(&snap));
             if session == &on {

@@ -10,34 +10,6 @@ use std::path::Path;
 
 use geminid_protocol::tool::{CallState, ToolCallSnapshot};
 use geminid_tests::*;
-use serde_json::json;
-
-async fn shell(c: &Client, session: &str, command: &str) -> ToolCallSnapshot {
-    let snap = call_and_wait(
-        c,
-        session,
-        "run_shell_command",
-        json!({ "command": command }),
-    )
-    .await
-    .outcome
-    .expect("final snapshot");
-    assert_eq!(snap.state, CallState::Success, "{}", call_text(&snap));
-    snap
-}
-
-/// A daemon with its own TMPDIR, so the workspace is not inside a
-/// writable temp dir; `outside` is a writable place for attackers' files.
-fn daemon() -> (TestDaemon, tempfile::TempDir) {
-    let tmp = tempfile::tempdir().unwrap();
-    let tmpdir = tmp.path().canonicalize().unwrap();
-    let d = TestDaemon::start_with_env(&[("TMPDIR", tmpdir.to_str().unwrap())]);
-    (d, tmp)
-}
-
-fn exit_zero(snap: &ToolCallSnapshot) -> bool {
-    call_text(snap).contains("Exit Code: 0") || !call_text(snap).contains("Exit Code")
-}
 
 fn top_level(dir: &Path) -> BTreeSet<String> {
     std::fs::read_dir(dir)
@@ -48,7 +20,7 @@ fn top_level(dir: &Path) -> BTreeSet<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_root_without_git_cannot_be_given_one() {
-    let (d, tmp) = daemon();
+    let (d, tmp) = daemon_with_own_tmpdir();
     let c = d.client().await;
     let ws: &Path = &d.workspace;
     std::fs::create_dir_all(ws.join("src")).unwrap();
@@ -71,7 +43,7 @@ async fn a_root_without_git_cannot_be_given_one() {
         "rm -rf src".to_owned(),
     ];
     for a in &attempts {
-        let snap = shell(&c, &session, a).await;
+        let snap = shell_ok(&c, &session, a).await;
         let text = call_text(&snap);
         assert!(
             std::fs::symlink_metadata(ws.join(".git")).is_err(),
@@ -84,19 +56,19 @@ async fn a_root_without_git_cannot_be_given_one() {
         assert_eq!(top_level(ws), before, "{a}: {text}");
     }
     // The refusal is explained: no new entries at this root's top level.
-    let snap = shell(&c, &session, "echo y > top.txt").await;
+    let snap = shell_ok(&c, &session, "echo y > top.txt").await;
     let text = call_text(&snap);
     assert!(!ws.join("top.txt").exists(), "{text}");
     assert!(text.contains("has no .git"), "{text}");
     // Work below the top level, and in its existing files, goes on.
-    let snap = shell(
+    let snap = shell_ok(
         &c,
         &session,
         "mkdir -p src/deep && echo x > src/deep/f && mv src/deep src/moved && echo b >> notes.txt \
          && rm src/moved/f",
     )
     .await;
-    assert!(exit_zero(&snap), "{}", call_text(&snap));
+    assert!(exited_zero(&snap), "{}", call_text(&snap));
     assert!(ws.join("src/moved").is_dir());
     assert_eq!(
         std::fs::read_to_string(ws.join("notes.txt")).unwrap(),
@@ -107,7 +79,7 @@ async fn a_root_without_git_cannot_be_given_one() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repository_cannot_be_redirected() {
-    let (d, tmp) = daemon();
+    let (d, tmp) = daemon_with_own_tmpdir();
     let c = d.client().await;
     let ws: &Path = &d.workspace;
     std::fs::create_dir_all(ws.join(".git/objects")).unwrap();
@@ -127,7 +99,7 @@ async fn a_repository_cannot_be_redirected() {
         "mkdir -p .git/info && echo '* filter=x' > .git/info/attributes".to_owned(),
     ];
     for a in &attempts {
-        let snap = shell(&c, &session, a).await;
+        let snap = shell_ok(&c, &session, a).await;
         let text = call_text(&snap);
         assert_eq!(
             std::fs::read_to_string(ws.join(".git/config")).unwrap(),
@@ -140,19 +112,19 @@ async fn a_repository_cannot_be_redirected() {
         assert!(!ws.join(".git.old").exists(), "{a}: {text}");
     }
     // The workspace's own files stay writable, at the top level too.
-    let snap = shell(
+    let snap = shell_ok(
         &c,
         &session,
         "echo x > new.txt && mkdir -p src && echo y > src/f",
     )
     .await;
-    assert!(exit_zero(&snap), "{}", call_text(&snap));
+    assert!(exited_zero(&snap), "{}", call_text(&snap));
     assert!(ws.join("new.txt").is_file() && ws.join("src/f").is_file());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_users_git_configuration_cannot_be_made_in_a_writable_home() {
-    let (d, _tmp) = daemon();
+    let (d, _tmp) = daemon_with_own_tmpdir();
     let c = d.client().await;
     let home = d.home().canonicalize().unwrap();
     // The home is the workspace, a repository (dotfiles); git's user
@@ -165,11 +137,18 @@ async fn the_users_git_configuration_cannot_be_made_in_a_writable_home() {
         "mkdir -p .config/git && echo '[core]' > .config/git/config".to_owned(),
         "mv .config/other .config/git".to_owned(),
     ] {
-        let snap = shell(&c, &session, &a).await;
+        let snap = shell_ok(&c, &session, &a).await;
         let text = call_text(&snap);
         assert!(!home.join(".gitconfig").exists(), "{a}: {text}");
         assert!(!home.join(".config/git").exists(), "{a}: {text}");
     }
-    let snap = shell(&c, &session, "echo x > .config/other/f").await;
-    assert!(exit_zero(&snap), "{}", call_text(&snap));
+    let snap = shell_ok(&c, &session, "echo x > .config/other/f").await;
+    assert!(exited_zero(&snap), "{}", call_text(&snap));
+}
+
+/// A shell call that must succeed as a call (its command may still fail).
+async fn shell_ok(c: &Client, session: &str, command: &str) -> ToolCallSnapshot {
+    let snap = shell_call(c, session, command).await;
+    assert_eq!(snap.state, CallState::Success, "{}", call_text(&snap));
+    snap
 }

@@ -8,38 +8,10 @@ use std::path::Path;
 
 use geminid_protocol::tool::{CallState, ToolCallSnapshot};
 use geminid_tests::*;
-use serde_json::json;
-
-async fn shell(c: &Client, session: &str, command: &str) -> ToolCallSnapshot {
-    let snap = call_and_wait(
-        c,
-        session,
-        "run_shell_command",
-        json!({ "command": command }),
-    )
-    .await
-    .outcome
-    .expect("final snapshot");
-    assert_eq!(snap.state, CallState::Success, "{}", call_text(&snap));
-    snap
-}
-
-/// A daemon with its own TMPDIR, so the workspace is not inside a
-/// writable temp dir.
-fn daemon() -> (TestDaemon, tempfile::TempDir) {
-    let tmp = tempfile::tempdir().unwrap();
-    let tmpdir = tmp.path().canonicalize().unwrap();
-    let d = TestDaemon::start_with_env(&[("TMPDIR", tmpdir.to_str().unwrap())]);
-    (d, tmp)
-}
-
-fn ok(snap: &ToolCallSnapshot) -> bool {
-    call_text(snap).contains("Exit Code: 0") || !call_text(snap).contains("Exit Code")
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_workspace_without_gemini_cannot_be_given_one() {
-    let (d, _tmp) = daemon();
+    let (d, _tmp) = daemon_with_own_tmpdir();
     let c = d.client().await;
     let ws: &Path = &d.workspace;
     std::fs::create_dir_all(ws.join("src")).unwrap();
@@ -53,7 +25,7 @@ async fn a_workspace_without_gemini_cannot_be_given_one() {
         "mv .gemini .gemini.old && mkdir .gemini && echo '{}' > .gemini/settings.json",
         "mkdir -p src/g && echo '{}' > src/g/settings.json && rmdir .gemini; mv src/g .gemini",
     ] {
-        let snap = shell(&c, &session, a).await;
+        let snap = shell_ok(&c, &session, a).await;
         let made: Vec<_> = std::fs::read_dir(ws.join(".gemini"))
             .map(|r| r.flatten().map(|e| e.file_name()).collect())
             .unwrap_or_default();
@@ -61,19 +33,19 @@ async fn a_workspace_without_gemini_cannot_be_given_one() {
         assert!(!ws.join(".gemini.old").exists(), "{a}");
     }
     // Work in the workspace goes on, at its top level too.
-    let snap = shell(
+    let snap = shell_ok(
         &c,
         &session,
         "mkdir -p sub/deep && echo x > sub/deep/f && echo y > top.txt",
     )
     .await;
-    assert!(ok(&snap), "{}", call_text(&snap));
+    assert!(exited_zero(&snap), "{}", call_text(&snap));
     assert!(ws.join("sub/deep/f").is_file() && ws.join("top.txt").is_file());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_repository_without_hooks_cannot_be_given_them() {
-    let (d, _tmp) = daemon();
+    let (d, _tmp) = daemon_with_own_tmpdir();
     let c = d.client().await;
     let ws: &Path = &d.workspace;
     std::fs::create_dir_all(ws.join(".git/objects")).unwrap();
@@ -84,19 +56,26 @@ async fn a_repository_without_hooks_cannot_be_given_them() {
         "echo '#!/bin/sh' > .git/hooks/post-checkout",
         "mkdir -p .git/objects/ab",
     ] {
-        let snap = shell(&c, &session, a).await;
+        let snap = shell_ok(&c, &session, a).await;
         assert!(!ws.join(".git/hooks").exists(), "{a}: {}", call_text(&snap));
         assert!(!ws.join(".git/objects/ab").exists(), "{a}");
     }
     // The refusal says what is read-only.
-    let snap = shell(&c, &session, "mkdir .git/hooks").await;
+    let snap = shell_ok(&c, &session, "mkdir .git/hooks").await;
     assert!(
         call_text(&snap).contains(".git and .gemini are read-only"),
         "{}",
         call_text(&snap)
     );
     // The workspace's own files, and new top-level ones, are writable.
-    let snap = shell(&c, &session, "echo x > new.txt").await;
-    assert!(ok(&snap), "{}", call_text(&snap));
+    let snap = shell_ok(&c, &session, "echo x > new.txt").await;
+    assert!(exited_zero(&snap), "{}", call_text(&snap));
     assert!(ws.join("new.txt").is_file());
+}
+
+/// A shell call that must succeed as a call (its command may still fail).
+async fn shell_ok(c: &Client, session: &str, command: &str) -> ToolCallSnapshot {
+    let snap = shell_call(c, session, command).await;
+    assert_eq!(snap.state, CallState::Success, "{}", call_text(&snap));
+    snap
 }
