@@ -108,6 +108,7 @@ impl MemoryCache {
     }
 
     fn load_into(&self, workspace: &Path, entry: &Entry) -> Arc<Memory> {
+        let started = std::time::SystemTime::now();
         let names = self.file_names(workspace);
         let extension_files = self
             .extension_files
@@ -134,6 +135,13 @@ impl MemoryCache {
             &names,
             entry.stale.clone(),
         );
+        // The watcher starts after the files were read: an edit that fell
+        // in between would be missed until the next one.
+        let mut places = watched_paths(&memory);
+        places.extend([workspace.to_path_buf(), self.user_gemini_dir.clone()]);
+        if changed_since(&places, started) {
+            entry.stale.store(true, Ordering::Release);
+        }
         *entry.memory.lock().unwrap_or_else(|e| e.into_inner()) = memory.clone();
         memory
     }
@@ -209,9 +217,40 @@ fn watch(
     Some(watcher)
 }
 
+/// Whether any of `paths` (files, or directories where a file may have
+/// appeared) was modified at or after `since`, less a margin for coarse
+/// file-system clocks. A false "yes" costs one extra load; a false "no"
+/// would keep an edit unseen.
+fn changed_since(paths: &[PathBuf], since: std::time::SystemTime) -> bool {
+    let since = since
+        .checked_sub(std::time::Duration::from_millis(50))
+        .unwrap_or(since);
+    paths.iter().any(|p| {
+        std::fs::metadata(p)
+            .and_then(|m| m.modified())
+            .is_ok_and(|at| at >= since)
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_touched_after_the_read_began_counts_as_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("GEMINI.md");
+        std::fs::write(&file, "old").unwrap();
+        let long_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        let f = std::fs::File::options().write(true).open(&file).unwrap();
+        f.set_modified(long_ago).unwrap();
+        let started = std::time::SystemTime::now();
+        assert!(!changed_since(std::slice::from_ref(&file), started));
+        std::fs::write(&file, "new").unwrap();
+        assert!(changed_since(std::slice::from_ref(&file), started));
+        let missing = dir.path().join("gone.md");
+        assert!(!changed_since(&[missing], started));
+    }
 
     #[test]
     fn edits_are_picked_up_before_the_next_use() {
