@@ -451,3 +451,30 @@ async fn hooks_get_their_workspace_s_env_file_sanitized() {
         "excluded from a project file: {text}"
     );
 }
+
+/// A session's resource subscription goes to the server its workspace
+/// sees: the workspace's own `db`, though the user has a `db` too (the
+/// name alone is ambiguous daemon-wide).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_subscription_goes_to_the_server_the_session_sees() {
+    let p = peers();
+    let d = daemon_with_settings(&json!({"mcpServers": {"db": env_server(&p, "from-user")}}));
+    let a = workspace(
+        &d,
+        "a",
+        &json!({"mcpServers": {"db": env_server(&p, "from-a")}}),
+    );
+    let c = d.client().await;
+    let in_a = yolo_session(&c, &a).await;
+    wait_list(&c, 60, |l| {
+        l.servers
+            .iter()
+            .filter(|s| s.name == "db" && s.status == "connected")
+            .count()
+            == 2
+    })
+    .await;
+    c.mcp_subscribe(in_a, "db".into(), "test://static/resource/1".into())
+        .await
+        .expect("the workspace's own db takes the subscription");
+}

@@ -55,17 +55,19 @@ pub async fn subscribe(
     server: String,
     uri: String,
 ) -> RpcResult<()> {
-    // The session must exist: updates are its events.
-    if daemon.sessions.get(&session_id).is_err() {
+    // The session must exist: updates are its events, and its workspace
+    // says which server of that name it sees.
+    let Ok(session) = daemon.sessions.get(&session_id) else {
         return Err(rpc_error(
             code::INVALID_PARAMS,
             format!("no session {session_id:?}"),
         ));
-    }
+    };
+    let root = std::path::PathBuf::from(&session.cwd);
     daemon
         .discovery
         .mcp
-        .subscribe(&session_id, &server, &uri)
+        .subscribe(&session_id, &root, &server, &uri)
         .await
         .map_err(failure)
 }

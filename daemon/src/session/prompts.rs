@@ -116,10 +116,11 @@ impl Actor {
             model_hooks: self.model_hooks(),
             references: Some(agent::references::ReferenceReader {
                 files: self.ctx.clone(),
-                resources: Some(std::sync::Arc::new(super::resource_refs::McpResourceRefs(
-                    self.deps.discovery.mcp.clone(),
-                    self.record.id.clone(),
-                ))),
+                resources: Some(std::sync::Arc::new(super::resource_refs::McpResourceRefs {
+                    mcp: self.deps.discovery.mcp.clone(),
+                    session: self.record.id.clone(),
+                    root: std::path::PathBuf::from(&self.record.cwd),
+                })),
             }),
             history,
             model,

@@ -5,6 +5,7 @@
 //! prompt subscribes the session to it, when its server offers
 //! subscriptions: its updates become the session's events.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::agent::references::ResourceRefs;
@@ -12,8 +13,13 @@ use crate::discovery::mcp::McpManager;
 use crate::model::Part;
 use crate::tools::ContentPart;
 
-/// The daemon's MCP client, and the session whose prompt references.
-pub struct McpResourceRefs(pub Arc<McpManager>, pub String);
+/// The daemon's MCP client, and the session whose prompt references:
+/// its id and workspace (whose servers it sees).
+pub struct McpResourceRefs {
+    pub mcp: Arc<McpManager>,
+    pub session: String,
+    pub root: PathBuf,
+}
 
 /// `server:uri` split at the first colon (a URI has colons of its own).
 fn split(reference: &str) -> Option<(&str, &str)> {
@@ -27,8 +33,8 @@ impl ResourceRefs for McpResourceRefs {
         let Some((server, uri)) = split(reference) else {
             return false;
         };
-        self.0
-            .resources(Some(server))
+        self.mcp
+            .resources_in(&self.root, Some(server))
             .iter()
             .any(|listed| listed.uri() == uri)
     }
@@ -36,11 +42,15 @@ impl ResourceRefs for McpResourceRefs {
     async fn read(&self, reference: &str) -> Result<Vec<Part>, String> {
         let (server, uri) = split(reference).ok_or("not a server:uri reference")?;
         let parts = self
-            .0
-            .resource_parts(server, uri)
+            .mcp
+            .resource_parts(&self.root, server, uri)
             .await
             .map_err(|e| e.to_string())?;
-        if let Err(e) = self.0.subscribe(&self.1, server, uri).await {
+        if let Err(e) = self
+            .mcp
+            .subscribe(&self.session, &self.root, server, uri)
+            .await
+        {
             // Not every server offers subscriptions: the read stands.
             tracing::debug!(server, uri, error = %e, "no subscription for a referenced resource");
         }

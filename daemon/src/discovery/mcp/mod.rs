@@ -362,8 +362,16 @@ impl McpManager {
     /// (`resources/subscribe`) the first time any session wants it, and
     /// each update becomes a `mcpResourceUpdated` event of the sessions
     /// that subscribed.
-    pub async fn subscribe(&self, session: &str, server: &str, uri: &str) -> Result<(), McpError> {
-        self.server(server, None)?.subscribe(uri).await?;
+    /// `root` is the session's workspace: the server is the one its
+    /// sessions see (a workspace's own before a shared one of that name).
+    pub async fn subscribe(
+        &self,
+        session: &str,
+        root: &Path,
+        server: &str,
+        uri: &str,
+    ) -> Result<(), McpError> {
+        self.server_in(server, Some(root))?.subscribe(uri).await?;
         self.subscribers.add(session, server, uri);
         Ok(())
     }
@@ -391,10 +399,11 @@ impl McpManager {
     /// `@server:uri` reference brings in).
     pub async fn resource_parts(
         &self,
+        root: &Path,
         server: &str,
         uri: &str,
     ) -> Result<Vec<crate::tools::ContentPart>, McpError> {
-        let result = self.read_resource(server, uri).await?;
+        let result = self.read_resource_in(root, server, uri).await?;
         Ok(resources::read_parts(&result))
     }
 
