@@ -159,9 +159,9 @@ impl Events for Relay {
         }
     }
 
-    fn resource_updated(&self, server: &str, uri: &str) {
+    fn resource_updated(&self, server: &str, scope: &str, uri: &str) {
         if let Some(m) = self.0.upgrade() {
-            let sessions = m.subscribers.subscribers(server, uri);
+            let sessions = m.subscribers.subscribers(scope, server, uri);
             let to = m
                 .on_resource_updated
                 .lock()
@@ -371,8 +371,10 @@ impl McpManager {
         server: &str,
         uri: &str,
     ) -> Result<(), McpError> {
-        self.server_in(server, Some(root))?.subscribe(uri).await?;
-        self.subscribers.add(session, server, uri);
+        let found = self.server_in(server, Some(root))?;
+        found.subscribe(uri).await?;
+        self.subscribers
+            .add(session, &found.config.scope, server, uri);
         Ok(())
     }
 

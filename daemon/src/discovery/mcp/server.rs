@@ -120,8 +120,9 @@ pub trait Events: Send + Sync {
     fn status(&self, server: &str, scope: &str, status: Status, message: Option<&str>);
     /// The server's tools changed (connected, refreshed).
     fn tools_changed(&self);
-    /// The server sent `notifications/resources/updated` for `uri`.
-    fn resource_updated(&self, _server: &str, _uri: &str) {}
+    /// The server (`server` of settings layer `scope`) sent
+    /// `notifications/resources/updated` for `uri`.
+    fn resource_updated(&self, _server: &str, _scope: &str, _uri: &str) {}
 }
 
 /// One open connection: the running client and a stdio server's process
@@ -384,12 +385,13 @@ impl Server {
     pub async fn run(self: Arc<Self>, events: Arc<dyn Events>, stop: CancellationToken) {
         let relay = events.clone();
         let name = self.name().to_owned();
+        let scope = self.config.scope.clone();
         *self
             .hooks
             .resource_updated
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(Arc::new(move |uri: &str| {
-            relay.resource_updated(&name, uri)
+            relay.resource_updated(&name, &scope, uri)
         }));
         let mut backoff = Duration::from_secs(1);
         loop {
