@@ -519,6 +519,29 @@ pub fn print_load(label: &str) {
     println!("- {label}: {}", parts.join(" "));
 }
 
+/// Writes an executable script `name` under the daemon's home (a hook's
+/// command, say).
+pub fn home_script(d: &TestDaemon, name: &str, text: &str) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = d.home().join("hooks");
+    std::fs::create_dir_all(&dir).expect("hooks dir");
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("script");
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).expect("mode");
+    path
+}
+
+/// Writes the user's settings with `hooks` and nothing else.
+pub fn write_user_hooks(d: &TestDaemon, hooks: Value) {
+    let dir = d.home().join(".gemini");
+    std::fs::create_dir_all(&dir).expect(".gemini");
+    std::fs::write(
+        dir.join("settings.json"),
+        serde_json::to_vec_pretty(&json!({ "hooks": hooks })).expect("json"),
+    )
+    .expect("settings.json");
+}
+
 /// The final snapshot of a `run_shell_command` call of `command`.
 pub async fn shell_call(
     c: &Client,

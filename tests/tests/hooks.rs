@@ -14,28 +14,6 @@ use geminid_tests::fake_model::{FakeModel, gemini};
 use geminid_tests::*;
 use serde_json::{Value, json};
 
-/// Writes an executable script under the daemon's home.
-fn script(d: &TestDaemon, name: &str, text: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = d.home().join("hooks");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
-
-/// Writes the user's settings with `hooks`.
-fn user_hooks(d: &TestDaemon, hooks: Value) {
-    let dir = d.home().join(".gemini");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("settings.json"),
-        serde_json::to_vec_pretty(&json!({ "hooks": hooks })).unwrap(),
-    )
-    .unwrap();
-}
-
 fn one(event: &str, matcher: &str, command: &Path, timeout: Option<u64>) -> Value {
     let mut hook = json!({"type": "command", "command": command.display().to_string()});
     if let Some(ms) = timeout {
@@ -117,8 +95,8 @@ async fn a_before_tool_block_is_what_the_model_reads_and_nothing_runs() {
             ("GEMINI_MODEL", "gemini-2.5-flash"),
         ],
         |d| {
-            let hook = script(d, "block.sh", BLOCK_RM);
-            user_hooks(d, one("BeforeTool", "run_shell_.*", &hook, None));
+            let hook = home_script(d, "block.sh", BLOCK_RM);
+            write_user_hooks(d, one("BeforeTool", "run_shell_.*", &hook, None));
         },
     );
     std::fs::write(d.workspace.join("keep.txt"), "kept").unwrap();
@@ -165,8 +143,8 @@ async fn a_rewritten_command_runs_and_the_model_is_told() {
             ("GEMINI_MODEL", "gemini-2.5-flash"),
         ],
         |d| {
-            let hook = script(d, "rewrite.py", REWRITE_PY);
-            user_hooks(d, one("BeforeTool", "run_shell_command", &hook, None));
+            let hook = home_script(d, "rewrite.py", REWRITE_PY);
+            write_user_hooks(d, one("BeforeTool", "run_shell_command", &hook, None));
         },
     );
     let c = d.client().await;
@@ -184,11 +162,11 @@ async fn a_rewritten_command_runs_and_the_model_is_told() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rewrite_is_checked_by_the_policy_again() {
     let d = started(&[], |d| {
-        let hook = script(d, "rewrite.py", REWRITE_PY);
+        let hook = home_script(d, "rewrite.py", REWRITE_PY);
         let mut hooks = one("BeforeTool", "run_shell_command", &hook, None);
         hooks["BeforeTool"][0]["hooks"][0]["command"] =
             json!(format!("{} 'rm -f keep.txt'", hook.display()));
-        user_hooks(d, hooks);
+        write_user_hooks(d, hooks);
         let policies = d.home().join(".gemini/policies");
         std::fs::create_dir_all(&policies).unwrap();
         std::fs::write(
@@ -216,12 +194,12 @@ async fn a_rewrite_is_checked_by_the_policy_again() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ask_makes_a_person_decide_or_refuses_when_nobody_can() {
     let d = started(&[], |d| {
-        let hook = script(
+        let hook = home_script(
             d,
             "ask.sh",
             "#!/bin/bash\ncat >/dev/null\necho '{\"decision\":\"ask\",\"systemMessage\":\"check this\"}'\n",
         );
-        user_hooks(d, one("BeforeTool", "", &hook, None));
+        write_user_hooks(d, one("BeforeTool", "", &hook, None));
     });
     let c = d.client().await;
     // Yolo would run it; the hook's ask makes it wait for a person.
@@ -268,12 +246,12 @@ async fn ask_makes_a_person_decide_or_refuses_when_nobody_can() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn after_tool_hides_a_result_or_adds_context() {
     let d = started(&[], |d| {
-        let hide = script(
+        let hide = home_script(
             d,
             "hide.py",
             "#!/usr/bin/env python3\nimport json,sys\nd=json.load(sys.stdin)\nout=d['tool_response']['llmContent']\nif 'SECRET' in out:\n    print(json.dumps({'decision':'deny','reason':'[redacted]'}))\nelse:\n    print(json.dumps({'hookSpecificOutput':{'additionalContext':'tests pass'}}))\n",
         );
-        user_hooks(d, one("AfterTool", "run_shell_command", &hide, None));
+        write_user_hooks(d, one("AfterTool", "run_shell_command", &hide, None));
     });
     let c = d.client().await;
     let session = yolo_session(&c, &d.workspace).await;
@@ -321,8 +299,8 @@ async fn a_hook_that_hangs_crashes_or_prints_garbage_never_holds_a_call() {
         ),
     ] {
         let d = started(&[], |d| {
-            let hook = script(d, name, body);
-            user_hooks(d, one("BeforeTool", "run_shell_command", &hook, timeout));
+            let hook = home_script(d, name, body);
+            write_user_hooks(d, one("BeforeTool", "run_shell_command", &hook, timeout));
         });
         let c = d.client().await;
         let session = yolo_session(&c, &d.workspace).await;
@@ -345,12 +323,12 @@ async fn a_hook_that_hangs_crashes_or_prints_garbage_never_holds_a_call() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exit_status_two_blocks_with_stderr_as_the_reason() {
     let d = started(&[], |d| {
-        let hook = script(
+        let hook = home_script(
             d,
             "two.sh",
             "#!/bin/bash\necho 'not on my watch' >&2\nexit 2\n",
         );
-        user_hooks(d, one("BeforeTool", "run_shell_command", &hook, None));
+        write_user_hooks(d, one("BeforeTool", "run_shell_command", &hook, None));
     });
     let c = d.client().await;
     let session = yolo_session(&c, &d.workspace).await;
@@ -363,12 +341,12 @@ async fn exit_status_two_blocks_with_stderr_as_the_reason() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn cancelling_a_call_kills_its_hook() {
     let d = started(&[], |d| {
-        let hook = script(
+        let hook = home_script(
             d,
             "slow.sh",
             "#!/bin/bash\necho $$ > \"$GEMINI_PROJECT_DIR/hook.pid\"\nsleep 60\n",
         );
-        user_hooks(d, one("BeforeTool", "run_shell_command", &hook, None));
+        write_user_hooks(d, one("BeforeTool", "run_shell_command", &hook, None));
     });
     let c = d.client().await;
     let session = yolo_session(&c, &d.workspace).await;
@@ -419,12 +397,12 @@ async fn cancelling_a_call_kills_its_hook() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_notification_hook_pages_for_a_call_waiting_in_a_background_session() {
     let d = started(&[], |d| {
-        let page = script(
+        let page = home_script(
             d,
             "page.sh",
             "#!/bin/bash\ncat > \"$GEMINI_PROJECT_DIR/paged-$GEMINI_SESSION_ID.json\"\n",
         );
-        user_hooks(d, one("Notification", "", &page, None));
+        write_user_hooks(d, one("Notification", "", &page, None));
     });
     let c = d.client().await;
     // Nobody subscribes to this session: a background agent.
@@ -471,12 +449,12 @@ async fn a_notification_hook_pages_for_a_call_waiting_in_a_background_session() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hooks_get_the_sanitized_environment_and_their_variables() {
     let d = started(&[("MY_SERVICE_TOKEN", "hunter2")], |d| {
-        let env = script(
+        let env = home_script(
             d,
             "env.sh",
             "#!/bin/bash\ncat > \"$GEMINI_CWD/stdin.json\"\nenv > \"$GEMINI_PROJECT_DIR/env.txt\"\necho '{}'\n",
         );
-        user_hooks(d, one("BeforeTool", "read_.*", &env, None));
+        write_user_hooks(d, one("BeforeTool", "read_.*", &env, None));
     });
     let c = d.client().await;
     let session = yolo_session(&c, &d.workspace).await;
@@ -502,7 +480,7 @@ async fn hooks_get_the_sanitized_environment_and_their_variables() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_untrusted_workspace_runs_none_of_its_hooks_and_disabled_hooks_do_not_run() {
     let d = started(&[("GEMINI_CLI_TRUST_WORKSPACE", "")], |d| {
-        let block = script(d, "block-all.sh", "#!/bin/bash\nexit 2\n");
+        let block = home_script(d, "block-all.sh", "#!/bin/bash\nexit 2\n");
         let ws = d.workspace.join(".gemini");
         std::fs::create_dir_all(&ws).unwrap();
         std::fs::write(

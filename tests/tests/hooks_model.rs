@@ -5,34 +5,12 @@
 //! the tools the model is offered; AfterModel replaces the text of each
 //! chunk before anyone sees it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use geminid_protocol::event::{EventPayload, SessionEvent};
 use geminid_tests::fake_model::{FakeModel, Reply, gemini};
 use geminid_tests::*;
 use serde_json::{Value, json};
-
-/// Writes an executable hook script under the daemon's home.
-fn script(d: &TestDaemon, name: &str, text: &str) -> PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = d.home().join("hooks");
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(name);
-    std::fs::write(&path, text).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
-}
-
-/// The user's settings: `event` runs `command`.
-fn settings(d: &TestDaemon, hooks: Value) {
-    let dir = d.home().join(".gemini");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("settings.json"),
-        serde_json::to_vec(&json!({ "hooks": hooks })).unwrap(),
-    )
-    .unwrap();
-}
 
 fn one(command: &Path, args: &str) -> Value {
     json!([{"hooks": [{"type": "command", "command": format!("{} {args}", command.display())}]}])
@@ -129,8 +107,8 @@ async fn before_model_blocks_stops_answers_or_rewrites_the_request() {
     let mut d = daemon(&fake).await;
     fake.set_var("WS", &d.workspace.display().to_string());
     let log = d.home().join("before_model.log");
-    let hook = script(&d, "before_model.py", BEFORE_MODEL_PY);
-    settings(
+    let hook = home_script(&d, "before_model.py", BEFORE_MODEL_PY);
+    write_user_hooks(
         &d,
         json!({"BeforeModel": one(&hook, &log.display().to_string())}),
     );
@@ -204,8 +182,8 @@ async fn before_tool_selection_limits_the_tools_the_model_sees() {
     let fake = FakeModel::scripted(vec![gemini::answer(&["ok"]), gemini::answer(&["ok"])]).await;
     let mut d = daemon(&fake).await;
     let log = d.home().join("select.log");
-    let hook = script(&d, "select.sh", SELECT_SH);
-    settings(
+    let hook = home_script(&d, "select.sh", SELECT_SH);
+    write_user_hooks(
         &d,
         json!({"BeforeToolSelection": one(&hook, &log.display().to_string())}),
     );
@@ -267,8 +245,8 @@ async fn after_model_replaces_each_chunk_before_anyone_sees_it() {
     .await;
     let mut d = daemon(&fake).await;
     let log = d.home().join("after.log");
-    let hook = script(&d, "after_model.py", AFTER_MODEL_PY);
-    settings(
+    let hook = home_script(&d, "after_model.py", AFTER_MODEL_PY);
+    write_user_hooks(
         &d,
         json!({"AfterModel": one(&hook, &log.display().to_string())}),
     );
