@@ -391,3 +391,68 @@ async fn a_terminal_rejects_a_plan_with_a_line_of_feedback_then_approves_it() {
         "{approval}"
     );
 }
+
+/// A plan that cannot be approved (missing, then empty) is not presented
+/// to anyone: the call completes with 0.61's words, which the model reads,
+/// and the session stays in plan mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_or_empty_plan_is_reported_to_the_model_without_asking_anyone() {
+    let fake = FakeModel::scripted(vec![
+        gemini::call_reply(&[("exit_plan_mode", json!({"plan_filename": "missing.md"}))]),
+        gemini::call_reply(&[(
+            "write_file",
+            json!({"file_path": "empty.md", "content": " \n\n"}),
+        )]),
+        gemini::call_reply(&[("exit_plan_mode", json!({"plan_filename": "empty.md"}))]),
+        gemini::answer(&["I will write the plan"]),
+    ])
+    .await;
+    let d = daemon(&fake).await;
+    let a = d.client().await;
+    let session = session_in(&a, &d.workspace, Some(ApprovalMode::Plan), Some(true)).await;
+    let events = run_turn(&a, &session, "plan it").await;
+    let end = events.iter().rev().find_map(|e| match &e.payload {
+        EventPayload::TurnFinished { reason, .. } => Some(reason.clone()),
+        _ => None,
+    });
+    assert_eq!(end.as_deref(), Some("completed"), "{events:#?}");
+    let exits: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.payload {
+            EventPayload::ToolCall(c) if c.name == "exit_plan_mode" => Some(c),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        exits
+            .iter()
+            .all(|c| c.state != CallState::AwaitingApproval && c.state != CallState::Error),
+        "nobody is asked and nothing fails: {exits:#?}"
+    );
+    assert_eq!(
+        exits
+            .iter()
+            .filter(|c| c.state == CallState::Success)
+            .count(),
+        2,
+        "{exits:#?}"
+    );
+    assert!(modes(&events).is_empty(), "the mode stays plan");
+    let seen = fake.seen();
+    let after_missing = seen[1].body.to_string();
+    assert!(
+        after_missing.contains(
+            "Plan file does not exist: missing.md. You must create the plan file before requesting approval."
+        ),
+        "{after_missing}"
+    );
+    let after_empty = seen[3].body.to_string();
+    assert!(
+        after_empty.contains(
+            "Plan file is empty. You must write content to the plan file before requesting approval."
+        ),
+        "{after_empty}"
+    );
+    let info = a.get_session(session.clone()).await.unwrap();
+    assert_eq!(info.approval_mode, ApprovalMode::Plan);
+}
