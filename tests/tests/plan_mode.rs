@@ -456,3 +456,115 @@ async fn a_missing_or_empty_plan_is_reported_to_the_model_without_asking_anyone(
     let info = a.get_session(session.clone()).await.unwrap();
     assert_eq!(info.approval_mode, ApprovalMode::Plan);
 }
+
+/// The user's settings, with `general.plan.directory` set to `dir`.
+fn plans_in(d: &TestDaemon, dir: &str) {
+    let gemini = d.home().join(".gemini");
+    std::fs::create_dir_all(&gemini).unwrap();
+    std::fs::write(
+        gemini.join("settings.json"),
+        json!({"general": {"plan": {"directory": dir}}}).to_string(),
+    )
+    .unwrap();
+}
+
+/// An unattended session that plans `p.md` and leaves plan mode.
+async fn plan_unattended(d: &TestDaemon) -> (Client, String, Vec<SessionEvent>) {
+    let c = d.client().await;
+    let session = session_in(&c, &d.workspace, Some(ApprovalMode::Plan), Some(false)).await;
+    let events = run_turn(&c, &session, "plan it").await;
+    (c, session, events)
+}
+
+fn planning_replies() -> Vec<geminid_tests::fake_model::Reply> {
+    vec![
+        gemini::call_reply(&[("write_file", json!({"file_path": "p.md", "content": PLAN}))]),
+        gemini::call_reply(&[("exit_plan_mode", json!({"plan_filename": "p.md"}))]),
+        gemini::answer(&["done"]),
+    ]
+}
+
+/// `general.plan.directory` (0.61's setting) inside the project: plans
+/// are written there (the model names them by bare name) and approved
+/// from there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configured_plans_directory_inside_the_project_holds_the_plans() {
+    let fake = FakeModel::scripted(planning_replies()).await;
+    let mut d = TestDaemon::prepared(&[
+        ("GEMINI_API_KEY", "test-key"),
+        ("GOOGLE_GEMINI_BASE_URL", fake.base_url.as_str()),
+        ("GEMINI_MODEL", "gemini-2.5-flash"),
+    ]);
+    plans_in(&d, ".gemini/plans");
+    d.spawn();
+    let (c, _, events) = plan_unattended(&d).await;
+    assert_eq!(modes(&events), vec![ApprovalMode::Yolo], "{events:#?}");
+    let plan = d.workspace.join(".gemini/plans/p.md");
+    assert_eq!(std::fs::read_to_string(&plan).unwrap(), PLAN);
+    assert!(
+        !plan_files(&d.home()).iter().any(|f| f.ends_with("p.md")),
+        "nothing in the managed directory"
+    );
+    let approved = fake.seen()[2].body.to_string();
+    assert!(
+        approved.contains(&format!(
+            "The approved implementation plan is stored at: {}",
+            plan.display()
+        )),
+        "{approved}"
+    );
+    let status = c.status().await.unwrap();
+    assert!(
+        !status
+            .config_problems
+            .iter()
+            .any(|p| p.message.contains("plan.directory")),
+        "{status:?}"
+    );
+    assert!(
+        !status.unused_settings.iter().any(|k| k.contains("plan")),
+        "{:?}",
+        status.unused_settings
+    );
+}
+
+/// A configured directory that leads out of the project, or into `.git`
+/// through a link, is refused: `daemon.status` names the file and the
+/// field, and plans stay in the managed directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsafe_plans_directory_is_refused_and_reported() {
+    for (setting, why) in [
+        ("../elsewhere", "outside the project root"),
+        ("notes", "symbolic link"),
+    ] {
+        let fake = FakeModel::scripted(planning_replies()).await;
+        let mut d = TestDaemon::prepared(&[
+            ("GEMINI_API_KEY", "test-key"),
+            ("GOOGLE_GEMINI_BASE_URL", fake.base_url.as_str()),
+            ("GEMINI_MODEL", "gemini-2.5-flash"),
+        ]);
+        std::fs::create_dir_all(d.workspace.join(".git")).unwrap();
+        std::os::unix::fs::symlink(d.workspace.join(".git"), d.workspace.join("notes")).unwrap();
+        plans_in(&d, setting);
+        d.spawn();
+        let (c, _, events) = plan_unattended(&d).await;
+        assert_eq!(modes(&events), vec![ApprovalMode::Yolo], "{events:#?}");
+        let files = plan_files(&d.home());
+        assert!(
+            files.iter().any(|f| f.ends_with("plans/p.md")),
+            "{setting}: {files:?}"
+        );
+        assert!(!d.workspace.join(".git/p.md").exists());
+        assert!(!d.workspace.parent().unwrap().join("elsewhere").exists());
+        let problems = c.status().await.unwrap().config_problems;
+        let problem = problems
+            .iter()
+            .find(|p| p.message.contains("`general.plan.directory`"))
+            .unwrap_or_else(|| panic!("{setting}: {problems:?}"));
+        assert!(
+            problem.file.ends_with(".gemini/settings.json"),
+            "{problem:?}"
+        );
+        assert!(problem.message.contains(why), "{problem:?}");
+    }
+}
