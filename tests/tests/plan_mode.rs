@@ -437,6 +437,14 @@ async fn a_missing_or_empty_plan_is_reported_to_the_model_without_asking_anyone(
         2,
         "{exits:#?}"
     );
+    assert!(
+        exits.iter().any(|c| c
+            .description
+            .as_deref()
+            .is_some_and(|d| d.starts_with("Requesting plan approval for: /")
+                && d.ends_with("/plans/missing.md"))),
+        "described as 0.61 does: {exits:#?}"
+    );
     assert!(modes(&events).is_empty(), "the mode stays plan");
     let seen = fake.seen();
     let after_missing = seen[1].body.to_string();

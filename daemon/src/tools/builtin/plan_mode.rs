@@ -192,7 +192,8 @@ impl Tool for ExitPlanModeTool {
         };
         Ok(Box::new(ExitPlanMode {
             plan,
-            shown: raw.to_owned(),
+            // 0.61 describes the call by the name joined to the directory.
+            shown: plans.path().join(raw).display().to_string(),
             answer: None,
             interactive: ctx.interactive,
         }))
@@ -212,7 +213,7 @@ enum Plan {
 
 struct ExitPlanMode {
     plan: Plan,
-    /// The name as the model gave it.
+    /// The plan as the call is described when it cannot be presented.
     shown: String,
     /// What a person answered, when one was asked.
     answer: Option<PersonAnswer>,
