@@ -482,6 +482,7 @@ impl Daemon {
             watch.add_dir(&root.join(".gemini/policies"));
         }
         self.note_workspace_tool_problems(root);
+        self.note_plans_directory(root);
         // An extension enabled here but not at home starts its servers.
         let home = self.home();
         let differs = self
@@ -657,6 +658,27 @@ impl Daemon {
 
     /// Reports what cannot be read in `root`'s own tool settings and
     /// policy files (`daemon.status`, once per change to its sessions).
+    /// A `general.plan.directory` refused for `root` (`tools/plans.rs`) is
+    /// a configuration problem: listed in `daemon.status`, told to the
+    /// sessions there (their plans stay in the managed directory).
+    fn note_plans_directory(&self, root: &std::path::Path) {
+        let settings = self.config.user_gemini_dir.join("settings.json");
+        let problems = match crate::tools::plans::configured_dir_in(&settings, root) {
+            Some(Err(why)) => vec![ConfigProblem::new(settings.display().to_string(), why)],
+            _ => Vec::new(),
+        };
+        let area = format!("plans directory {}", root.display());
+        let root = root.display().to_string();
+        for problem in self.problems.set(&area, problems) {
+            self.sessions.announce_payload_where(
+                geminid_protocol::event::EventPayload::Error {
+                    message: format!("configuration: {problem}"),
+                },
+                |cwd| cwd == root,
+            );
+        }
+    }
+
     fn note_workspace_tool_problems(&self, root: &std::path::Path) {
         let area = format!("workspace tools {}", root.display());
         let fresh = self

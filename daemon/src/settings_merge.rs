@@ -59,6 +59,7 @@ const READ_KEYS: &[&str] = &[
     "$schema",
     "model.name",
     "general.defaultApprovalMode",
+    "general.plan.directory",
     "mcp.allowed",
     "mcp.excluded",
     "mcpServers.*",

@@ -181,3 +181,47 @@ async fn chat_in_a_terminal_streams_asks_cancels_and_shares_a_session() {
         "{history}"
     );
 }
+
+/// `/plan copy` (0.61: copy the approved plan to the clipboard): before
+/// any approval it says there is nothing to copy; once the plan is
+/// approved at the prompt, it prints the plan and sends it as OSC 52,
+/// which tmux (`set-clipboard on`, as a terminal would) puts in its paste
+/// buffer byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_copy_puts_the_approved_plan_on_the_clipboard() {
+    const PLAN: &str = "# Parser plan\n\n1. Tokens first.\n2. Then the grammar, tested.\n";
+    let fake = FakeModel::scripted(vec![
+        gemini::call_reply(&[(
+            "write_file",
+            json!({"file_path": "parser-plan.md", "content": PLAN}),
+        )]),
+        gemini::call_reply(&[("exit_plan_mode", json!({"plan_filename": "parser-plan.md"}))]),
+        gemini::answer(&["Implementing the plan now."]),
+    ])
+    .await;
+    let d = TestDaemon::start_with_env(&[
+        ("GEMINI_API_KEY", "k"),
+        ("GOOGLE_GEMINI_BASE_URL", &fake.base_url),
+    ]);
+    let c = d.client().await;
+    let session = session_in(&c, &d.workspace, Some(ApprovalMode::Plan), Some(true)).await;
+    let tmux = Tmux::new(d.dir.path());
+    tmux.start("p", &chat_command(&d, &format!("--session {session}")));
+    tmux.wait_for("p", "gemctl chat session").await;
+    let out = tmux.tmux(&["set-option", "-s", "set-clipboard", "on"]);
+    assert!(out.status.success(), "{out:?}");
+
+    tmux.line("p", "/plan copy");
+    tmux.wait_for("p", "no approved plan to copy").await;
+
+    tmux.line("p", "plan the parser");
+    tmux.wait_for("p", "Allow exit_plan_mode?").await;
+    tmux.line("p", "y");
+    tmux.wait_for("p", "Implementing the plan now.").await;
+    tmux.line("p", "/plan copy");
+    let screen = tmux.wait_for("p", "to the clipboard (OSC 52)").await;
+    assert!(screen.contains("2. Then the grammar, tested."), "{screen}");
+    let buffer = tmux.tmux(&["show-buffer"]);
+    assert!(buffer.status.success(), "{buffer:?}");
+    assert_eq!(String::from_utf8_lossy(&buffer.stdout), PLAN);
+}

@@ -267,6 +267,17 @@ async fn after_model_replaces_each_chunk_before_anyone_sees_it() {
         runs[2]["llm_response"]["usageMetadata"]["totalTokenCount"], 15,
         "the last chunk carries the usage"
     );
+    assert_eq!(
+        runs[2]["llm_response"]["candidates"][0]["finishReason"],
+        "STOP"
+    );
+    assert!(
+        runs[1]["llm_response"]["candidates"][0]
+            .get("finishReason")
+            .is_none(),
+        "a chunk the model did not end with has none: {}",
+        runs[1]
+    );
     assert!(
         runs[0]["llm_request"]["messages"]
             .to_string()
@@ -287,5 +298,42 @@ async fn after_model_replaces_each_chunk_before_anyone_sees_it() {
     assert!(
         !second.contains("hunter2") && second.contains("*******"),
         "the history holds what was shown: {second}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_model_reads_the_reason_the_model_stopped() {
+    let cut_short = json!({
+        "candidates": [{"content": {"role": "model", "parts": [{"text": " and so on"}]},
+            "finishReason": "MAX_TOKENS", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 7, "candidatesTokenCount": 64, "totalTokenCount": 71}
+    });
+    let fake = FakeModel::scripted(vec![Reply::Stream {
+        events: vec![gemini::text("a long story"), cut_short.to_string()],
+        gap: std::time::Duration::ZERO,
+    }])
+    .await;
+    let mut d = daemon(&fake).await;
+    let log = d.home().join("after.log");
+    let hook = home_script(&d, "after_model.py", AFTER_MODEL_PY);
+    write_user_hooks(
+        &d,
+        json!({"AfterModel": one(&hook, &log.display().to_string())}),
+    );
+    d.spawn();
+    let c = d.client().await;
+    let session = yolo_session(&c, &d.workspace).await;
+    let turn = run_turn(&c, &session, "tell me a story").await;
+    assert_eq!(turn_end(&turn).0, "completed");
+    assert_eq!(shown_text(&turn), "a long story and so on");
+    let runs = logged(&log);
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    let last = &runs[1]["llm_response"]["candidates"][0];
+    assert_eq!(last["finishReason"], "MAX_TOKENS", "{last}");
+    assert_eq!(last["content"]["parts"], json!([" and so on"]));
+    assert!(
+        runs[0]["llm_response"]["candidates"][0]
+            .get("finishReason")
+            .is_none()
     );
 }

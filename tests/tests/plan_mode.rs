@@ -391,3 +391,188 @@ async fn a_terminal_rejects_a_plan_with_a_line_of_feedback_then_approves_it() {
         "{approval}"
     );
 }
+
+/// A plan that cannot be approved (missing, then empty) is not presented
+/// to anyone: the call completes with 0.61's words, which the model reads,
+/// and the session stays in plan mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_or_empty_plan_is_reported_to_the_model_without_asking_anyone() {
+    let fake = FakeModel::scripted(vec![
+        gemini::call_reply(&[("exit_plan_mode", json!({"plan_filename": "missing.md"}))]),
+        gemini::call_reply(&[(
+            "write_file",
+            json!({"file_path": "empty.md", "content": " \n\n"}),
+        )]),
+        gemini::call_reply(&[("exit_plan_mode", json!({"plan_filename": "empty.md"}))]),
+        gemini::answer(&["I will write the plan"]),
+    ])
+    .await;
+    let d = daemon(&fake).await;
+    let a = d.client().await;
+    let session = session_in(&a, &d.workspace, Some(ApprovalMode::Plan), Some(true)).await;
+    let events = run_turn(&a, &session, "plan it").await;
+    let end = events.iter().rev().find_map(|e| match &e.payload {
+        EventPayload::TurnFinished { reason, .. } => Some(reason.clone()),
+        _ => None,
+    });
+    assert_eq!(end.as_deref(), Some("completed"), "{events:#?}");
+    let exits: Vec<_> = events
+        .iter()
+        .filter_map(|e| match &e.payload {
+            EventPayload::ToolCall(c) if c.name == "exit_plan_mode" => Some(c),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        exits
+            .iter()
+            .all(|c| c.state != CallState::AwaitingApproval && c.state != CallState::Error),
+        "nobody is asked and nothing fails: {exits:#?}"
+    );
+    assert_eq!(
+        exits
+            .iter()
+            .filter(|c| c.state == CallState::Success)
+            .count(),
+        2,
+        "{exits:#?}"
+    );
+    assert!(
+        exits.iter().any(|c| c
+            .description
+            .as_deref()
+            .is_some_and(|d| d.starts_with("Requesting plan approval for: /")
+                && d.ends_with("/plans/missing.md"))),
+        "described as 0.61 does: {exits:#?}"
+    );
+    assert!(modes(&events).is_empty(), "the mode stays plan");
+    let seen = fake.seen();
+    let after_missing = seen[1].body.to_string();
+    assert!(
+        after_missing.contains(
+            "Plan file does not exist: missing.md. You must create the plan file before requesting approval."
+        ),
+        "{after_missing}"
+    );
+    let after_empty = seen[3].body.to_string();
+    assert!(
+        after_empty.contains(
+            "Plan file is empty. You must write content to the plan file before requesting approval."
+        ),
+        "{after_empty}"
+    );
+    let info = a.get_session(session.clone()).await.unwrap();
+    assert_eq!(info.approval_mode, ApprovalMode::Plan);
+}
+
+/// The user's settings, with `general.plan.directory` set to `dir`.
+fn plans_in(d: &TestDaemon, dir: &str) {
+    let gemini = d.home().join(".gemini");
+    std::fs::create_dir_all(&gemini).unwrap();
+    std::fs::write(
+        gemini.join("settings.json"),
+        json!({"general": {"plan": {"directory": dir}}}).to_string(),
+    )
+    .unwrap();
+}
+
+/// An unattended session that plans `p.md` and leaves plan mode.
+async fn plan_unattended(d: &TestDaemon) -> (Client, String, Vec<SessionEvent>) {
+    let c = d.client().await;
+    let session = session_in(&c, &d.workspace, Some(ApprovalMode::Plan), Some(false)).await;
+    let events = run_turn(&c, &session, "plan it").await;
+    (c, session, events)
+}
+
+fn planning_replies() -> Vec<geminid_tests::fake_model::Reply> {
+    vec![
+        gemini::call_reply(&[("write_file", json!({"file_path": "p.md", "content": PLAN}))]),
+        gemini::call_reply(&[("exit_plan_mode", json!({"plan_filename": "p.md"}))]),
+        gemini::answer(&["done"]),
+    ]
+}
+
+/// `general.plan.directory` (0.61's setting) inside the project: plans
+/// are written there (the model names them by bare name) and approved
+/// from there.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_configured_plans_directory_inside_the_project_holds_the_plans() {
+    let fake = FakeModel::scripted(planning_replies()).await;
+    let mut d = TestDaemon::prepared(&[
+        ("GEMINI_API_KEY", "test-key"),
+        ("GOOGLE_GEMINI_BASE_URL", fake.base_url.as_str()),
+        ("GEMINI_MODEL", "gemini-2.5-flash"),
+    ]);
+    plans_in(&d, ".gemini/plans");
+    d.spawn();
+    let (c, _, events) = plan_unattended(&d).await;
+    assert_eq!(modes(&events), vec![ApprovalMode::Yolo], "{events:#?}");
+    let plan = d.workspace.join(".gemini/plans/p.md");
+    assert_eq!(std::fs::read_to_string(&plan).unwrap(), PLAN);
+    assert!(
+        !plan_files(&d.home()).iter().any(|f| f.ends_with("p.md")),
+        "nothing in the managed directory"
+    );
+    let approved = fake.seen()[2].body.to_string();
+    assert!(
+        approved.contains(&format!(
+            "The approved implementation plan is stored at: {}",
+            plan.display()
+        )),
+        "{approved}"
+    );
+    let status = c.status().await.unwrap();
+    assert!(
+        !status
+            .config_problems
+            .iter()
+            .any(|p| p.message.contains("plan.directory")),
+        "{status:?}"
+    );
+    assert!(
+        !status.unused_settings.iter().any(|k| k.contains("plan")),
+        "{:?}",
+        status.unused_settings
+    );
+}
+
+/// A configured directory that leads out of the project, or into `.git`
+/// through a link, is refused: `daemon.status` names the file and the
+/// field, and plans stay in the managed directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unsafe_plans_directory_is_refused_and_reported() {
+    for (setting, why) in [
+        ("../elsewhere", "outside the project root"),
+        ("notes", "symbolic link"),
+    ] {
+        let fake = FakeModel::scripted(planning_replies()).await;
+        let mut d = TestDaemon::prepared(&[
+            ("GEMINI_API_KEY", "test-key"),
+            ("GOOGLE_GEMINI_BASE_URL", fake.base_url.as_str()),
+            ("GEMINI_MODEL", "gemini-2.5-flash"),
+        ]);
+        std::fs::create_dir_all(d.workspace.join(".git")).unwrap();
+        std::os::unix::fs::symlink(d.workspace.join(".git"), d.workspace.join("notes")).unwrap();
+        plans_in(&d, setting);
+        d.spawn();
+        let (c, _, events) = plan_unattended(&d).await;
+        assert_eq!(modes(&events), vec![ApprovalMode::Yolo], "{events:#?}");
+        let files = plan_files(&d.home());
+        assert!(
+            files.iter().any(|f| f.ends_with("plans/p.md")),
+            "{setting}: {files:?}"
+        );
+        assert!(!d.workspace.join(".git/p.md").exists());
+        assert!(!d.workspace.parent().unwrap().join("elsewhere").exists());
+        let problems = c.status().await.unwrap().config_problems;
+        let problem = problems
+            .iter()
+            .find(|p| p.message.contains("`general.plan.directory`"))
+            .unwrap_or_else(|| panic!("{setting}: {problems:?}"));
+        assert!(
+            problem.file.ends_with(".gemini/settings.json"),
+            "{problem:?}"
+        );
+        assert!(problem.message.contains(why), "{problem:?}");
+    }
+}

@@ -1,4 +1,4 @@
-//! Slash commands: `/mode`, `/plan`, `/memory show`, `/tools`, `/mcp`,
+//! Slash commands: `/mode`, `/plan`, `/plan copy`, `/memory show`, `/tools`, `/mcp`,
 //! `/sessions`, `/model`, `/compress`, `/stats`, `/undo`, `/rewind`,
 //! `/quit`, `/help`.
 
@@ -23,6 +23,9 @@ pub enum Command {
     Model(Option<String>),
     /// `/plan [goal]`: plan mode, then the goal as a prompt (0.61's).
     Plan(Option<String>),
+    /// `/plan copy`: the approved plan, printed and put on the clipboard
+    /// (`plan_copy.rs`; run by the chat, which knows the plan).
+    PlanCopy,
     Quit,
     Help,
     /// `/undo [force]`: take back the last turn with edits.
@@ -40,6 +43,7 @@ pub enum Command {
 pub const HELP: &str = "\
 /mode [default|autoEdit|yolo|plan]  show or set the session's approval mode
 /plan [goal]                   plan mode (read-only research, a plan to approve), then the goal
+/plan copy                     print the approved plan and copy it to the clipboard (OSC 52)
 /memory show                   the GEMINI.md memory the model gets
 /tools                         the tools the model can call
 /mcp                           MCP servers and their status
@@ -60,7 +64,7 @@ A question is answered at the prompt (y, a, s, p, e or n, as it lists). Ctrl-C c
 /// of these names is offered as `server.name` instead.
 pub const BUILTINS: &[&str] = &[
     "mode", "memory", "tools", "mcp", "sessions", "compress", "model", "stats", "quit", "exit",
-    "q", "help", "?", "undo", "rewind",
+    "q", "help", "?", "undo", "rewind", "plan",
 ];
 
 /// `None` when the line is not a command.
@@ -73,6 +77,8 @@ pub fn parse(line: &str) -> Option<Result<Command, String>> {
     let extra = words.next();
     let command = match (name, arg, extra) {
         ("mode", None, _) => Ok(Command::Mode(None)),
+        // 0.61's subcommand: `copy` first means copy, whatever follows.
+        ("plan", Some("copy"), _) => Ok(Command::PlanCopy),
         ("plan", goal, _) => Ok(Command::Plan(goal.map(|_| {
             rest.trim_start()
                 .strip_prefix("plan")
@@ -116,7 +122,8 @@ pub async fn run(
 ) -> Result<String, Failure> {
     let result: Result<String, jsonrpsee::core::ClientError> = match command {
         Command::Help => Ok(HELP.to_owned()),
-        Command::Quit => Ok(String::new()),
+        // Both are the chat's own (it leaves; it knows the approved plan).
+        Command::Quit | Command::PlanCopy => Ok(String::new()),
         Command::Mode(None) => client
             .get_session(session_id.to_owned())
             .await
@@ -327,6 +334,7 @@ mod tests {
         );
         assert!(matches!(parse("/rewind turn-4 please"), Some(Err(_))));
         assert_eq!(parse("/plan"), Some(Ok(Command::Plan(None))));
+        assert_eq!(parse("/plan copy"), Some(Ok(Command::PlanCopy)));
         assert_eq!(
             parse("/plan  implement   authentication "),
             Some(Ok(Command::Plan(Some("implement   authentication".into()))))

@@ -19,6 +19,7 @@ mod commands;
 mod confirm;
 mod input;
 mod markdown;
+mod plan_copy;
 mod render;
 mod screen;
 mod style;
@@ -73,7 +74,7 @@ p (yes, always: saved to your policy), e (edit the arguments in $EDITOR)
 or n (no); a plan with y (approve, ask before edits), a (approve, accept
 edits) or n, then a line of feedback for the model. Ctrl-C cancels
 the running turn; Ctrl-D (or Ctrl-C twice when idle, or /quit) leaves.
-Commands: /mode default|autoEdit|yolo|plan, /plan [goal], /memory show, /tools, /mcp,
+Commands: /mode default|autoEdit|yolo|plan, /plan [goal], /plan copy, /memory show, /tools, /mcp,
 /sessions, /quit, /help, and /<prompt> for the prompts of MCP servers. History is kept in
 $XDG_STATE_HOME/gemctl/chat_history (~/.local/state/gemctl/chat_history).
 Colours are off with NO_COLOR or when stdout is not a terminal.
@@ -144,6 +145,8 @@ pub async fn chat(ctx: &Ctx, args: ChatArgs) -> Outcome {
         mode: session.approval_mode,
         questions: Default::default(),
         filling: None,
+        approved_plan: None,
+        terminal,
     };
     chat.banner(&session);
 
@@ -261,6 +264,10 @@ struct Chat<'a> {
     /// The session's open questions, and the one being answered here.
     questions: crate::questions::QuestionBook,
     filling: Option<crate::questions::Filling>,
+    /// The plan file approved last in this session, for `/plan copy`.
+    approved_plan: Option<String>,
+    /// Both ends are a terminal (OSC 52 can reach the clipboard).
+    terminal: bool,
 }
 
 impl Chat<'_> {
@@ -383,6 +390,13 @@ impl Chat<'_> {
         };
         if command == commands::Command::Quit {
             return Ok(Flow::Leave);
+        }
+        if command == commands::Command::PlanCopy {
+            match plan_copy::copy(self.approved_plan.as_deref(), self.terminal) {
+                Ok(out) => self.view.print(&out),
+                Err(why) => self.view.print(&s.yellow(&why)),
+            }
+            return Ok(Flow::Go);
         }
         let mut out = commands::run(&command, self.client, &self.session_id, s).await?;
         if command == commands::Command::Help {
@@ -656,6 +670,9 @@ impl Chat<'_> {
             EventPayload::ModelText { delta, .. } => self.view.text(delta),
             EventPayload::ModelThought { delta, .. } => self.view.thought(delta),
             EventPayload::ToolCall(call) => {
+                if let Some(plan) = plan_copy::approved_plan(call) {
+                    self.approved_plan = Some(plan);
+                }
                 self.view.call(call);
                 if let Change::AnsweredElsewhere(state) = self.confirm.observe(call) {
                     self.view

@@ -148,6 +148,7 @@ pub(super) async fn after_chunk(
         AfterModel::Replace(texts) => Ok(Chunk {
             parts: hook_model::replaced(chunk.parts, texts),
             usage: chunk.usage,
+            finish_reason: chunk.finish_reason,
         }),
         AfterModel::Blocked(reason) => Err(("blocked", Some(reason))),
         AfterModel::Stopped(reason) => Err(("stopped", Some(reason))),

@@ -77,10 +77,11 @@ pub fn after_input(request: &Value, chunk: &Chunk) -> Map<String, Value> {
             .collect();
         response.insert("text".into(), visible.into());
     }
-    response.insert(
-        "candidates".into(),
-        json!([{"content": {"role": "model", "parts": texts}, "index": 0}]),
-    );
+    let mut candidate = json!({"content": {"role": "model", "parts": texts}, "index": 0});
+    if let Some(reason) = &chunk.finish_reason {
+        candidate["finishReason"] = reason.as_str().into();
+    }
+    response.insert("candidates".into(), json!([candidate]));
     if let Some(usage) = chunk.usage {
         response.insert(
             "usageMetadata".into(),
@@ -460,11 +461,19 @@ mod tests {
         let chunk = Chunk {
             parts: vec![Part::thought("hmm"), Part::text("secret 42"), call_part()],
             usage: None,
+            finish_reason: Some("MAX_TOKENS".into()),
         };
         let input = after_input(&json!({}), &chunk);
         assert_eq!(
             input["llm_response"],
-            json!({"text": "secret 42", "candidates": [{"content": {"role": "model", "parts": ["hmm", "secret 42"]}, "index": 0}]})
+            json!({"text": "secret 42", "candidates": [{"content": {"role": "model", "parts": ["hmm", "secret 42"]}, "finishReason": "MAX_TOKENS", "index": 0}]})
+        );
+        let midway = after_input(&json!({}), &Chunk::default());
+        assert!(
+            midway["llm_response"]["candidates"][0]
+                .get("finishReason")
+                .is_none(),
+            "a chunk that does not end the response has none, as 0.61"
         );
         let verdict = after_model(
             merged(

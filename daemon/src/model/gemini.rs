@@ -249,6 +249,7 @@ pub fn parse_chunk(model: &str, data: &str) -> Result<Chunk, ModelError> {
                     "the model produced a malformed function call (finishReason MALFORMED_FUNCTION_CALL)",
                 ));
             }
+            chunk.finish_reason = Some(reason.to_owned());
         }
     }
     if let Some(usage) = value.get("usageMetadata") {
@@ -417,6 +418,7 @@ mod tests {
             })
         );
         assert_eq!(chunk.parts[2].thought_signature.as_deref(), Some("s1"));
+        assert_eq!(chunk.finish_reason.as_deref(), Some("STOP"));
         assert_eq!(
             chunk.usage,
             Some(Usage {

@@ -118,6 +118,10 @@ pub struct Chunk {
     pub parts: Vec<Part>,
     /// The latest usage, when the chunk carried it (it is cumulative).
     pub usage: Option<Usage>,
+    /// Why the model stopped, when this chunk says so, in the Gemini
+    /// API's words (`STOP`, `MAX_TOKENS`, ...): what AfterModel hooks
+    /// read as the candidate's `finishReason`.
+    pub finish_reason: Option<String>,
 }
 
 /// The stream of one response.

@@ -316,6 +316,9 @@ impl Accumulator {
                     "the response was blocked by the server's content filter",
                 ));
             }
+            if let Some(reason) = choice["finish_reason"].as_str() {
+                chunk.finish_reason = Some(gemini_finish_reason(reason).to_owned());
+            }
         }
         if let Some(usage) = value.get("usage").filter(|u| u.is_object()) {
             chunk.usage = Some(Usage {
@@ -351,6 +354,15 @@ impl Accumulator {
                 .push(Part::call(FunctionCall { id, name, args }));
         }
         Ok(chunk)
+    }
+}
+
+/// An OpenAI `finish_reason` in the Gemini API's words (what hooks read).
+fn gemini_finish_reason(reason: &str) -> &'static str {
+    match reason {
+        "stop" | "tool_calls" | "function_call" => "STOP",
+        "length" => "MAX_TOKENS",
+        _ => "OTHER",
     }
 }
 
@@ -459,11 +471,14 @@ mod tests {
         ];
         let mut parts = Vec::new();
         let mut usage = None;
+        let mut finish = None;
         for c in chunks {
             let chunk = acc.push(c).unwrap();
             parts.extend(chunk.parts);
             usage = chunk.usage.or(usage);
+            finish = chunk.finish_reason.or(finish);
         }
+        assert_eq!(finish.as_deref(), Some("STOP"), "in the Gemini API's words");
         parts.extend(acc.finish().unwrap().parts);
         assert!(parts[0].thought);
         assert_eq!(parts[1].text.as_deref(), Some("Hel"));

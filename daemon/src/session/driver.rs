@@ -461,6 +461,10 @@ impl Actor {
                 reason = format!("{why}, and the session is not interactive");
             }
         }
+        if decision == Decision::AskUser && invocation.asks_nobody() {
+            decision = Decision::Allow;
+            reason = "nothing to approve: the call only reports why".to_owned();
+        }
         match decision {
             Decision::Allow => {
                 let prepared = Prepared::Allowed {

@@ -13,8 +13,13 @@ use crate::policy::ApprovalMode;
 use crate::wire;
 
 impl Actor {
-    /// `~/.gemini/tmp/<project>/<session id>/plans` of this session.
+    /// The user's `general.plan.directory` (inside the project) when it is
+    /// set and safe, else `~/.gemini/tmp/<project>/<session id>/plans`
+    /// (a refused setting is reported by the daemon, `daemon.rs`).
     pub(super) fn plans_dir(&self) -> PathBuf {
+        if let Some(Ok(dir)) = self.configured_plans_dir() {
+            return dir;
+        }
         let gemini = self
             .deps
             .user_settings
@@ -22,6 +27,10 @@ impl Actor {
             .map(PathBuf::from)
             .unwrap_or_default();
         crate::tools::plans::plans_dir(&gemini, &self.ctx.workspace_root, &self.record.id)
+    }
+
+    fn configured_plans_dir(&self) -> Option<Result<PathBuf, String>> {
+        crate::tools::plans::configured_dir_in(&self.deps.user_settings, &self.ctx.workspace_root)
     }
 
     /// Sets the tools' view of `mode`; in plan mode (or when a plan was
@@ -37,7 +46,21 @@ impl Actor {
         if mode != ApprovalMode::Plan && !dir.is_dir() {
             return;
         }
+        // A configured directory is pinned only where it was checked: a
+        // link made on its way meanwhile leaves plan mode writing nothing.
+        let configured = matches!(self.configured_plans_dir(), Some(Ok(_)));
         match crate::tools::plans::pin(&dir) {
+            Ok(root) if configured && root.path() != dir => {
+                let why = format!(
+                    "the plans directory {} resolves to {}",
+                    dir.display(),
+                    root.path().display()
+                );
+                tracing::warn!(session = %self.record.id, "{why}");
+                self.emit(EventPayload::Error {
+                    message: format!("plan mode: {why}; nothing can be written until it is fixed"),
+                });
+            }
             Ok(root) => self.ctx.set_plans(root),
             Err(why) => {
                 tracing::warn!(session = %self.record.id, "{why}");

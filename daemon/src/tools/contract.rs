@@ -319,6 +319,13 @@ pub trait ToolInvocation: Send + Sync {
     /// sandbox (`sandboxNetwork`, geminid's own); calls outside any
     /// sandbox ignore it.
     fn grant_network(&mut self) {}
+    /// The call's result is known without a person (0.61's
+    /// `shouldConfirmExecute` answering no: a plan that cannot be
+    /// approved is reported, not presented): where the policy would ask,
+    /// it runs without a question. A refusal still refuses.
+    fn asks_nobody(&self) -> bool {
+        false
+    }
     /// A person answered; a call that reports the answer itself keeps it
     /// and returns true: it then runs even when refused (its result says
     /// so). Other calls return false and are run or refused as usual.

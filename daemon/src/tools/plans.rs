@@ -84,6 +84,100 @@ pub fn spell(raw: &str, project_root: &Path, plans: &Path) -> String {
     lexical(&plans.join(trimmed)).to_string_lossy().into_owned()
 }
 
+/// The folders of a project's `.gemini` Gemini CLI takes instructions
+/// from (a plan written there would be read as one).
+const INSTRUCTION_DIRS: &[&str] = &[
+    "agents",
+    "commands",
+    "skills",
+    "policies",
+    "extensions",
+    "hooks",
+    "tmp",
+];
+
+/// `general.plan.directory` of the settings document `settings` (the file
+/// `file`) for the project `root` (canonical): `None` when not set, else
+/// the directory or why it is refused (file and field named; the caller
+/// keeps the managed directory). As 0.61: relative to the project root,
+/// and inside it. Stricter: not the root itself, not in `.git`, not
+/// `.gemini` nor one of its instruction folders, and no symbolic link on
+/// the way (the part that exists is its own real path).
+pub fn configured_dir(
+    settings: &serde_json::Value,
+    file: &str,
+    root: &Path,
+) -> Option<Result<PathBuf, String>> {
+    let refuse = |why: String| {
+        Some(Err(format!(
+            "{file}: `general.plan.directory` {why}; plans stay in the managed directory under ~/.gemini/tmp"
+        )))
+    };
+    let raw = match settings.pointer("/general/plan/directory") {
+        None | Some(serde_json::Value::Null) => return None,
+        Some(serde_json::Value::String(s)) if s.trim().is_empty() => return None,
+        Some(serde_json::Value::String(s)) => s.trim(),
+        Some(other) => return refuse(format!("must be a path, got {other}")),
+    };
+    let dir = lexical(&root.join(raw));
+    let Ok(inside) = dir.strip_prefix(root) else {
+        return refuse(format!(
+            "`{raw}` resolves to {}, which is outside the project root {}",
+            dir.display(),
+            root.display()
+        ));
+    };
+    let names: Vec<String> = inside
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if names.is_empty() {
+        return refuse(format!(
+            "`{raw}` is the project root itself: plan mode could write any Markdown file of the project"
+        ));
+    }
+    if names.iter().any(|n| n == ".git") {
+        return refuse(format!("`{raw}` is inside .git"));
+    }
+    if let Some(at) = names.iter().position(|n| n == ".gemini") {
+        match names.get(at + 1) {
+            None => return refuse(format!("`{raw}` is a .gemini folder itself")),
+            Some(next) if INSTRUCTION_DIRS.contains(&next.as_str()) => {
+                return refuse(format!(
+                    "`{raw}` is inside .gemini/{next}, which Gemini CLI reads instructions from"
+                ));
+            }
+            Some(_) => {}
+        }
+    }
+    // Every part that exists must be its own real path: a link could lead
+    // out of the project or into .git.
+    let mut at = root.to_path_buf();
+    for name in &names {
+        at.push(name);
+        match std::fs::symlink_metadata(&at) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                return refuse(format!("`{raw}`: {} is a symbolic link", at.display()));
+            }
+            Ok(meta) if !meta.is_dir() => {
+                return refuse(format!("`{raw}`: {} is not a directory", at.display()));
+            }
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => break,
+            Err(e) => return refuse(format!("`{raw}`: {}: {e}", at.display())),
+        }
+    }
+    Some(Ok(dir))
+}
+
+/// [`configured_dir`] of the settings file at `path` (unreadable or broken
+/// files are reported by the settings loader; here they set nothing).
+pub fn configured_dir_in(path: &Path, root: &Path) -> Option<Result<PathBuf, String>> {
+    let text = std::fs::read_to_string(path).ok()?;
+    let value = crate::jsonc::parse(&text).ok()?;
+    configured_dir(&value, &path.display().to_string(), root)
+}
+
 /// `path` with `.` dropped and `..` applied lexically.
 fn lexical(path: &Path) -> PathBuf {
     let mut out = PathBuf::new();
@@ -142,6 +236,62 @@ mod tests {
         assert_ne!(a, b, "two folders of one name never share plans");
         let odd = plans_dir(Path::new("/h/.gemini"), Path::new("/"), "s");
         assert!(odd.to_string_lossy().contains("/project-"), "{odd:?}");
+    }
+
+    #[test]
+    fn a_configured_directory_must_be_a_real_folder_inside_the_project() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let set = |value: serde_json::Value| {
+            configured_dir(
+                &serde_json::json!({"general": {"plan": {"directory": value}}}),
+                "/h/settings.json",
+                &root,
+            )
+        };
+        assert_eq!(configured_dir(&serde_json::json!({}), "f", &root), None);
+        assert_eq!(set(serde_json::json!(" ")), None);
+        assert_eq!(
+            set(serde_json::json!(".gemini/plans")),
+            Some(Ok(root.join(".gemini/plans")))
+        );
+        let absolute = root.join("docs/plans").display().to_string();
+        assert_eq!(
+            set(serde_json::json!(absolute)),
+            Some(Ok(root.join("docs/plans")))
+        );
+        std::fs::create_dir_all(root.join(".git/hooks")).unwrap();
+        std::os::unix::fs::symlink(root.join(".git"), root.join("gitlink")).unwrap();
+        std::os::unix::fs::symlink("/tmp", root.join("out")).unwrap();
+        std::fs::write(root.join("file"), "x").unwrap();
+        for (value, why) in [
+            (
+                serde_json::json!("../elsewhere"),
+                "outside the project root",
+            ),
+            (serde_json::json!("/etc"), "outside the project root"),
+            (serde_json::json!("."), "the project root itself"),
+            (serde_json::json!("a/.."), "the project root itself"),
+            (serde_json::json!(".git/plans"), "inside .git"),
+            (serde_json::json!(".gemini"), ".gemini folder itself"),
+            (serde_json::json!(".gemini/agents"), ".gemini/agents"),
+            (serde_json::json!(".gemini/commands/x"), ".gemini/commands"),
+            (serde_json::json!("gitlink"), "symbolic link"),
+            (serde_json::json!("out/plans"), "symbolic link"),
+            (serde_json::json!("file/plans"), "not a directory"),
+            (serde_json::json!(7), "must be a path"),
+        ] {
+            match set(value.clone()) {
+                Some(Err(e)) => {
+                    assert!(e.contains(why), "{value}: {e}");
+                    assert!(
+                        e.starts_with("/h/settings.json: `general.plan.directory`"),
+                        "{e}"
+                    );
+                }
+                other => panic!("{value}: {other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -166,7 +166,7 @@ impl Tool for ExitPlanModeTool {
             // "You are not currently in Plan Mode"); should a rule let it
             // run, it fails saying why.
             return Ok(Box::new(ExitPlanMode {
-                plan: Err("You are not currently in Plan Mode. Use enter_plan_mode first to design a plan.".to_owned()),
+                plan: Plan::NotInPlanMode("You are not currently in Plan Mode. Use enter_plan_mode first to design a plan.".to_owned()),
                 shown: raw.to_owned(),
                 answer: None,
                 interactive: ctx.interactive,
@@ -175,37 +175,45 @@ impl Tool for ExitPlanModeTool {
         let spelled = crate::tools::plans::spell(raw, &ctx.workspace_root, plans.path());
         let path = super::path::resolve_in_workspace(plans, &spelled, "plan_filename")
             .map_err(|_| crate::tools::plans::outside_error(raw, plans.path()))?;
-        let bytes = match super::path::read_confined(plans, &path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                return Err(ToolError::invalid(format!(
-                    "Plan file does not exist: {}. You must create the plan file before requesting approval.",
-                    raw.trim()
-                )));
-            }
-            Err(e) => {
-                return Err(ToolError::invalid(format!("Failed to read plan file: {e}")));
-            }
+        // 0.61 checks the file before anyone is asked and, when it cannot
+        // be approved, asks nobody and answers with why (a result, not an
+        // error); the model then writes it and asks again.
+        let plan = match super::path::read_confined(plans, &path) {
+            Ok(bytes) => match String::from_utf8_lossy(&bytes).into_owned() {
+                text if text.trim().is_empty() => Plan::Invalid(
+                    "Plan file is empty. You must write content to the plan file before requesting approval.".to_owned(),
+                ),
+                text => Plan::Ready(path, text),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Plan::Invalid(format!(
+                "Plan file does not exist: {raw}. You must create the plan file before requesting approval."
+            )),
+            Err(e) => Plan::Invalid(format!("Failed to read plan file: {e}")),
         };
-        let text = String::from_utf8_lossy(&bytes).into_owned();
-        if text.trim().is_empty() {
-            return Err(ToolError::invalid(
-                "Plan file is empty. You must write content to the plan file before requesting approval.",
-            ));
-        }
         Ok(Box::new(ExitPlanMode {
-            plan: Ok((path, text)),
-            shown: raw.to_owned(),
+            plan,
+            // 0.61 describes the call by the name joined to the directory.
+            shown: plans.path().join(raw).display().to_string(),
             answer: None,
             interactive: ctx.interactive,
         }))
     }
 }
 
+/// The plan a call presents.
+enum Plan {
+    /// Its path and text: it can be approved.
+    Ready(PathBuf, String),
+    /// Missing, empty or unreadable: the result says so (0.61's words),
+    /// nobody is asked and the mode stays.
+    Invalid(String),
+    /// The session is not in plan mode: the call fails saying so.
+    NotInPlanMode(String),
+}
+
 struct ExitPlanMode {
-    /// The plan's path and text, or why there is none.
-    plan: Result<(PathBuf, String), String>,
-    /// The name as the model gave it.
+    plan: Plan,
+    /// The plan as the call is described when it cannot be presented.
     shown: String,
     /// What a person answered, when one was asked.
     answer: Option<PersonAnswer>,
@@ -226,28 +234,33 @@ fn mode_words(mode: ApprovalMode) -> &'static str {
 impl ToolInvocation for ExitPlanMode {
     fn description(&self) -> String {
         match &self.plan {
-            Ok((path, _)) => format!("Requesting plan approval for: {}", path.display()),
-            Err(_) => format!("Requesting plan approval for: {}", self.shown),
+            Plan::Ready(path, _) => format!("Requesting plan approval for: {}", path.display()),
+            Plan::Invalid(_) | Plan::NotInPlanMode(_) => {
+                format!("Requesting plan approval for: {}", self.shown)
+            }
         }
     }
     fn locations(&self) -> Vec<ToolLocation> {
         match &self.plan {
-            Ok((path, _)) => vec![ToolLocation {
+            Plan::Ready(path, _) => vec![ToolLocation {
                 path: path.clone(),
                 line: None,
             }],
-            Err(_) => Vec::new(),
+            Plan::Invalid(_) | Plan::NotInPlanMode(_) => Vec::new(),
         }
     }
     async fn confirmation(&self) -> Result<ConfirmationDetails, ToolError> {
         match &self.plan {
-            Ok((path, text)) => Ok(ConfirmationDetails::Plan {
+            Plan::Ready(path, text) => Ok(ConfirmationDetails::Plan {
                 title: "Plan Approval".to_owned(),
                 plan_path: path.clone(),
                 plan: text.clone(),
             }),
-            Err(why) => Err(ToolError::invalid(why.clone())),
+            Plan::Invalid(why) | Plan::NotInPlanMode(why) => Err(ToolError::invalid(why.clone())),
         }
+    }
+    fn asks_nobody(&self) -> bool {
+        matches!(self.plan, Plan::Invalid(_))
     }
     fn take_answer(&mut self, answer: &PersonAnswer) -> bool {
         self.answer = Some(answer.clone());
@@ -258,7 +271,17 @@ impl ToolInvocation for ExitPlanMode {
         _cancel: CancellationToken,
         _output: OutputSink,
     ) -> Result<ToolResult, ToolError> {
-        let (path, _) = self.plan.map_err(ToolError::execution)?;
+        let path = match self.plan {
+            Plan::Ready(path, _) => path,
+            Plan::Invalid(why) => {
+                let mut result = ToolResult::text(why);
+                result.display = ToolDisplay::Text {
+                    text: "Error: Invalid plan".to_owned(),
+                };
+                return Ok(result);
+            }
+            Plan::NotInPlanMode(why) => return Err(ToolError::execution(why)),
+        };
         let path = path.display();
         // Allowed by the policy without asking: 0.61 approves, into yolo
         // when nobody is there to approve what follows.
@@ -317,7 +340,7 @@ mod tests {
 
     fn exit(answer: Option<PersonAnswer>, interactive: bool) -> Box<ExitPlanMode> {
         Box::new(ExitPlanMode {
-            plan: Ok(("/p/plans/a.md".into(), "# plan".into())),
+            plan: Plan::Ready("/p/plans/a.md".into(), "# plan".into()),
             shown: "a.md".into(),
             answer,
             interactive,
@@ -379,6 +402,19 @@ mod tests {
         ))
         .await;
         assert!(text(&silent).starts_with("Plan rejected. No feedback provided."));
+        let missing = Box::new(ExitPlanMode {
+            plan: Plan::Invalid("Plan file does not exist: a.md. You must create the plan file before requesting approval.".into()),
+            shown: "a.md".into(),
+            answer: None,
+            interactive: true,
+        });
+        assert!(missing.asks_nobody());
+        let missing = run(missing).await;
+        assert!(text(&missing).starts_with("Plan file does not exist: a.md."));
+        assert_eq!(missing.session_change, None, "the mode stays");
+        assert!(
+            matches!(&missing.display, ToolDisplay::Text { text } if text == "Error: Invalid plan")
+        );
         // Unattended and allowed by the policy: into yolo, as 0.61.
         let unattended = run(exit(None, false)).await;
         assert_eq!(
