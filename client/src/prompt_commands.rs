@@ -128,7 +128,11 @@ pub fn commands(builtins: &[&str], servers: &[McpServerInfo], cwd: &str) -> Vec<
 }
 
 fn in_scope(scope: &str, cwd: &str) -> bool {
-    match scope.strip_prefix("workspace:") {
+    // A workspace's own server, or an extension's instance for it.
+    let own = scope
+        .strip_prefix("workspace:")
+        .or_else(|| scope.strip_prefix("extensions:"));
+    match own {
         Some(root) => std::path::Path::new(cwd).starts_with(root),
         None => true,
     }

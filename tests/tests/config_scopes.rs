@@ -478,3 +478,89 @@ async fn a_subscription_goes_to_the_server_the_session_sees() {
         .await
         .expect("the workspace's own db takes the subscription");
 }
+
+/// Waits until the servers named `name` are in exactly `scopes` (sorted),
+/// each connected.
+async fn in_scopes(c: &Client, name: &str, scopes: &[String]) -> geminid_protocol::mcp::McpList {
+    let mut want = scopes.to_vec();
+    want.sort();
+    wait_list(c, 60, |l| {
+        let mut have = scopes_of(l, name);
+        have.sort();
+        have == want
+            && l.servers
+                .iter()
+                .filter(|s| s.name == name)
+                .all(|s| s.status == "connected")
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_extension_server_naming_the_workspace_runs_once_per_workspace() {
+    let p = peers();
+    let mut d = TestDaemon::prepared(&[]);
+    let home = d.home();
+    let a = workspace(&d, "a", &json!({}));
+    let b = workspace(&d, "b", &json!({}));
+    let off = workspace(&d, "off", &json!({}));
+    install_extension(
+        &home,
+        "perws",
+        &json!({"name": "perws", "mcpServers": {
+            "wsp": {"command": everything(&p), "includeTools": ["get-env"],
+                    "env": {"WS_FILE": "${workspacePath}${/}notes.md"}},
+            "common": {"command": everything(&p), "includeTools": ["echo"]}
+        }}),
+    );
+    std::fs::write(
+        home.join(".gemini/extensions/extension-enablement.json"),
+        json!({"perws": {"overrides": [format!("!{}/*", off.display())]}}).to_string(),
+    )
+    .unwrap();
+    d.spawn();
+    let c = d.client().await;
+    let in_a = yolo_session(&c, &a).await;
+    let in_b = yolo_session(&c, &b).await;
+    let in_off = yolo_session(&c, &off).await;
+    let scope = |root: &Path| format!("extensions:{}", root.display());
+    in_scopes(&c, "wsp", &[scope(&a), scope(&b)]).await;
+    // The entry without the variable: one shared instance.
+    in_scopes(&c, "common", &["extensions".to_owned()]).await;
+
+    // Each workspace's session calls its own instance, which was given
+    // its own path.
+    let note = |root: &Path| format!("{}/notes.md", root.display());
+    let from_a = called(&c, &in_a, "get-env").await;
+    assert!(from_a.contains(&note(&a)), "{from_a}");
+    assert!(!from_a.contains(&note(&b)), "{from_a}");
+    let from_b = called(&c, &in_b, "get-env").await;
+    assert!(from_b.contains(&note(&b)), "{from_b}");
+    assert!(!from_b.contains(&note(&a)), "{from_b}");
+    // Where the extension is disabled: no instance, nothing to call.
+    assert!(unknown(&c, &in_off, "get-env").await);
+    assert!(unknown(&c, &in_off, "echo").await);
+    let echoed = run(&c, &in_a, "echo", json!({"message": "hi"})).await;
+    assert_eq!(echoed.state, CallState::Success, "{echoed:#?}");
+
+    // Disabled for b: b's instance stops, a's goes on.
+    std::fs::write(
+        home.join(".gemini/extensions/extension-enablement.json"),
+        json!({"perws": {"overrides": [
+            format!("!{}/*", off.display()),
+            format!("!{}/*", b.display()),
+        ]}})
+        .to_string(),
+    )
+    .unwrap();
+    in_scopes(&c, "wsp", &[scope(&a)]).await;
+    assert!(unknown(&c, &in_b, "get-env").await);
+    let again = called(&c, &in_a, "get-env").await;
+    assert!(again.contains(&note(&a)), "{again}");
+
+    // The last session in a is deleted: the daemon drops the workspace,
+    // and its instance stops.
+    c.delete_session(in_a.clone()).await.unwrap();
+    in_scopes(&c, "wsp", &[]).await;
+    in_scopes(&c, "common", &["extensions".to_owned()]).await;
+}
