@@ -564,3 +564,93 @@ async fn an_extension_server_naming_the_workspace_runs_once_per_workspace() {
     in_scopes(&c, "wsp", &[]).await;
     in_scopes(&c, "common", &["extensions".to_owned()]).await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_right_after_a_restart_waits_for_the_extension_servers_of_its_workspace() {
+    use geminid_protocol::EventPayload;
+    use geminid_tests::fake_model::{FakeModel, gemini};
+    let p = peers();
+    let fake = FakeModel::scripted(vec![
+        gemini::call_reply(&[
+            ("echo", json!({"message": "after the restart"})),
+            ("get-env", json!({})),
+        ]),
+        gemini::answer(&["done"]),
+    ])
+    .await;
+    let mut d = TestDaemon::prepared(&[
+        ("GEMINI_API_KEY", "test-key"),
+        ("GOOGLE_GEMINI_BASE_URL", fake.base_url.as_str()),
+        ("GEMINI_MODEL", "gemini-2.5-flash"),
+    ]);
+    let home = d.home();
+    let ws = workspace(&d, "ws", &json!({}));
+    // Enabled in ws alone: a shared server (`here`) and one instance per
+    // workspace (`wsp`).
+    install_extension(
+        &home,
+        "only-ws",
+        &json!({"name": "only-ws", "mcpServers": {
+            "here": {"command": everything(&p), "includeTools": ["echo"]},
+            "wsp": {"command": everything(&p), "includeTools": ["get-env"],
+                    "env": {"WS_FILE": "${workspacePath}/marker"}}
+        }}),
+    );
+    std::fs::write(
+        home.join(".gemini/extensions/extension-enablement.json"),
+        json!({"only-ws": {"overrides": ["!/*", format!("{}/*", ws.display())]}}).to_string(),
+    )
+    .unwrap();
+    d.spawn();
+    let c = d.client().await;
+    let sid = yolo_session(&c, &ws).await;
+    connected(&c, &["here", "wsp"]).await;
+    drop(c);
+    assert_eq!(d.terminate(), Some(0));
+    d.spawn();
+    let c = d.client().await;
+    // Nothing of the extension runs before a session of ws is back.
+    let before = c.list_mcp().await.unwrap();
+    assert!(before.servers.is_empty(), "{before:#?}");
+    // The first request after the restart is the prompt itself.
+    let turn = c
+        .prompt(sid.clone(), "use both".into())
+        .await
+        .unwrap()
+        .turn_id;
+    let mut sub = c.subscribe_session(sid.clone(), None).await.unwrap();
+    let events = collect_until(
+        &mut sub,
+        |e| matches!(&e.payload, EventPayload::TurnFinished { turn_id, .. } if *turn_id == turn),
+    )
+    .await;
+    let call = |name: &str| {
+        events
+            .iter()
+            .rev()
+            .find_map(|e| match &e.payload {
+                EventPayload::ToolCall(s) if s.state.is_terminal() && s.name == name => {
+                    Some((**s).clone())
+                }
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no {name} call: {events:#?}"))
+    };
+    let echo = call("echo");
+    assert_eq!(echo.state, CallState::Success, "{echo:#?}");
+    let env = call("get-env");
+    assert_eq!(env.state, CallState::Success, "{env:#?}");
+    let text = result_json(&env).to_string();
+    assert!(text.contains(&format!("{}/marker", ws.display())), "{text}");
+    let first = &fake.seen()[0].body;
+    let told: Vec<&str> = first["tools"][0]["functionDeclarations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["name"].as_str())
+        .collect();
+    assert!(
+        told.contains(&"echo") && told.contains(&"get-env"),
+        "the model was not told: {told:?}"
+    );
+}
