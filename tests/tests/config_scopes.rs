@@ -654,3 +654,98 @@ async fn a_prompt_right_after_a_restart_waits_for_the_extension_servers_of_its_w
         "the model was not told: {told:?}"
     );
 }
+
+/// `gemctl [--json] mcp resources ARGS` run in `dir`: its stdout.
+fn gemctl_in(d: &TestDaemon, dir: &Path, args: &[&str]) -> String {
+    let out = d.gemctl(args).current_dir(dir).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{args:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gemctl_mcp_resources_lists_what_the_workspace_sees() {
+    use geminid_protocol::mcp::McpResources;
+    let p = peers();
+    let mut d = TestDaemon::prepared(&[]);
+    let home = d.home();
+    let a = workspace(&d, "a", &json!({}));
+    let b = workspace(&d, "b", &json!({}));
+    let plain = workspace(&d, "plain", &json!({}));
+    // One instance per workspace, both named `docs`.
+    install_extension(
+        &home,
+        "docs",
+        &json!({"name": "docs", "mcpServers": {
+            "docs": {"command": everything(&p), "env": {"DOCS_ROOT": "${workspacePath}"}}
+        }}),
+    );
+    d.spawn();
+    let c = d.client().await;
+    let in_a = yolo_session(&c, &a).await;
+    let _in_b = yolo_session(&c, &b).await;
+    let scope = |root: &Path| format!("extensions:{}", root.display());
+    in_scopes(&c, "docs", &[scope(&a), scope(&b)]).await;
+    // Both instances' lists are in (each lists after connecting).
+    let start = std::time::Instant::now();
+    loop {
+        let all = c.mcp_resources(None, None, None, Some(true)).await.unwrap();
+        let scopes: std::collections::BTreeSet<&str> =
+            all.resources.iter().map(|r| r.scope.as_str()).collect();
+        if scopes.len() == 2 {
+            break;
+        }
+        assert!(start.elapsed().as_secs() < 30, "{all:#?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let only = |listed: &McpResources, root: &Path| {
+        !listed.resources.is_empty()
+            && listed
+                .resources
+                .iter()
+                .chain(&listed.templates)
+                .all(|r| r.scope == scope(root) && r.server == "docs")
+    };
+
+    // A session's workspace: its own instance only, as the model sees it.
+    let by_session = c
+        .mcp_resources(None, Some(in_a.clone()), None, None)
+        .await
+        .unwrap();
+    assert!(only(&by_session, &a), "{by_session:#?}");
+    // gemctl in a workspace's directory: that workspace's view.
+    let text = gemctl_in(&d, &b, &["--json", "mcp", "resources"]);
+    let in_b: McpResources = serde_json::from_str(&text).unwrap();
+    assert!(only(&in_b, &b), "{in_b:#?}");
+    let text = gemctl_in(&d, &b, &["--json", "mcp", "resources", "--session", &in_a]);
+    let of_a: McpResources = serde_json::from_str(&text).unwrap();
+    assert!(only(&of_a, &a), "{of_a:#?}");
+    // A directory where the extension has no instance: nothing.
+    let text = gemctl_in(
+        &d,
+        &a,
+        &[
+            "--json",
+            "mcp",
+            "resources",
+            "--cwd",
+            &plain.display().to_string(),
+        ],
+    );
+    let none: McpResources = serde_json::from_str(&text).unwrap();
+    assert!(none.resources.is_empty(), "{none:#?}");
+    // --all: every server, each line with its scope.
+    let text = gemctl_in(&d, &plain, &["mcp", "resources", "--all"]);
+    for root in [&a, &b] {
+        assert!(text.contains(&format!("[{}] docs:", scope(root))), "{text}");
+    }
+    let text = gemctl_in(&d, &a, &["mcp", "resources"]);
+    assert!(
+        text.contains("docs:") && !text.lines().any(|l| l.starts_with("[extensions:")),
+        "{text}"
+    );
+}

@@ -529,8 +529,19 @@ impl GeminidApiServer for RpcHandler {
     async fn mcp_resources(
         &self,
         server: Option<String>,
+        session_id: Option<String>,
+        cwd: Option<String>,
+        all: Option<bool>,
     ) -> RpcResult<geminid_protocol::mcp::McpResources> {
-        Ok(mcp_resources::list(&self.daemon, server.as_deref()))
+        mcp_resources::list(
+            &self.daemon,
+            mcp_resources::Asked {
+                server,
+                session_id,
+                cwd,
+                all: all.unwrap_or(false),
+            },
+        )
     }
 
     async fn mcp_read(

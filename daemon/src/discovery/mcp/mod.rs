@@ -343,6 +343,21 @@ impl McpManager {
         listed(&self.view(Some(root)), server, |s| s.resources())
     }
 
+    /// The resources and resource templates of the servers a session
+    /// rooted at `root` sees (`None`: the shared ones), the same view as
+    /// the model's.
+    pub fn resources_seen(
+        &self,
+        root: Option<&Path>,
+        server: Option<&str>,
+    ) -> (Vec<resources::Listed>, Vec<resources::Listed>) {
+        let view = self.view(root);
+        (
+            listed(&view, server, |s| s.resources()),
+            listed(&view, server, |s| s.resource_templates()),
+        )
+    }
+
     /// The resource templates of every server (or of `server`).
     pub fn resource_templates(&self, server: Option<&str>) -> Vec<resources::Listed> {
         listed(&self.servers(), server, |s| s.resource_templates())
@@ -788,6 +803,7 @@ fn listed(
         .flat_map(|s| {
             of(s).into_iter().map(|resource| resources::Listed {
                 server: s.name().to_owned(),
+                scope: s.config.scope.clone(),
                 resource,
             })
         })
