@@ -23,7 +23,8 @@ pub enum McpCommand {
     Restart {
         name: String,
         /// The server's scope when more than one has the name (`user`,
-        /// `extensions`, `workspace:<root>`, as `mcp list` shows it)
+        /// `extensions`, `workspace:<root>`, `extensions:<root>`, as `mcp
+        /// list` shows it)
         #[arg(long)]
         scope: Option<String>,
     },
