@@ -629,8 +629,8 @@ impl Daemon {
     /// them: a server runs while its extension is enabled at home or in an
     /// open workspace, and each session sees it only where the extension
     /// is enabled (0.61's enablement, per directory); an entry naming
-    /// `${workspacePath}` runs once per open workspace where its extension
-    /// is enabled, seen by that workspace's sessions only.
+    /// `${workspacePath}` runs once per open trusted workspace where its
+    /// extension is enabled, seen by that workspace's sessions only.
     fn set_extension_servers(&self) {
         let _serial = self
             .extension_servers
@@ -639,7 +639,8 @@ impl Daemon {
         let found = self.extensions();
         let home = self.home();
         let opened = self.discovery.mcp.open_roots();
-        let plan = crate::extensions::server_plan(&found, &home, &opened);
+        let trusted = |root: &std::path::Path| self.folder_trust(root).trusted;
+        let plan = crate::extensions::server_plan(&found, &home, &opened, &trusted);
         let mut enablement = crate::discovery::mcp::Enablement {
             home,
             ..Default::default()

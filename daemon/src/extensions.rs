@@ -399,18 +399,24 @@ pub fn for_workspace(entry: &Value, root: &Path) -> Value {
 }
 
 /// Which extension servers run: the shared entries of each extension
-/// enabled at home or in an open workspace, and for each open workspace
-/// where an extension is enabled, its entries naming `${workspacePath}`,
-/// substituted for that workspace.
+/// enabled at home or in an open workspace, and for each open trusted
+/// workspace where an extension is enabled, its entries naming
+/// `${workspacePath}`, substituted for that workspace (0.61 connects no
+/// MCP server in an untrusted folder: no instance is made for one).
 #[derive(Default)]
 pub struct ServerPlan<'a> {
     pub shared: Vec<(&'a Extension, serde_json::Map<String, Value>)>,
     pub per_workspace: Vec<(PathBuf, &'a Extension, serde_json::Map<String, Value>)>,
 }
 
-/// The servers of `found` with the user's `home` and the workspaces
-/// sessions have `opened`.
-pub fn server_plan<'a>(found: &'a [Extension], home: &Path, opened: &[PathBuf]) -> ServerPlan<'a> {
+/// The servers of `found` with the user's `home`, the workspaces
+/// sessions have `opened` and which of them are `trusted`.
+pub fn server_plan<'a>(
+    found: &'a [Extension],
+    home: &Path,
+    opened: &[PathBuf],
+    trusted: &dyn Fn(&Path) -> bool,
+) -> ServerPlan<'a> {
     let mut plan = ServerPlan::default();
     for ext in found.iter().filter(|e| e.loaded) {
         let here: Vec<&PathBuf> = opened.iter().filter(|r| ext.enabled_for(r)).collect();
@@ -428,7 +434,7 @@ pub fn server_plan<'a>(found: &'a [Extension], home: &Path, opened: &[PathBuf]) 
         if per_workspace.is_empty() {
             continue;
         }
-        for root in here {
+        for root in here.into_iter().filter(|r| trusted(r)) {
             let entries = per_workspace
                 .iter()
                 .map(|(name, entry)| (name.clone(), for_workspace(entry, root)))
@@ -585,8 +591,10 @@ mod tests {
             PathBuf::from("/w/a"),
             PathBuf::from("/w/off"),
             PathBuf::from("/w/b"),
+            PathBuf::from("/w/untrusted"),
         ];
-        let plan = server_plan(&found, Path::new("/home/u"), &opened);
+        let trusted = |r: &Path| !r.ends_with("untrusted");
+        let plan = server_plan(&found, Path::new("/home/u"), &opened, &trusted);
         assert_eq!(plan.shared.len(), 1);
         assert!(plan.shared[0].1.contains_key("shared"));
         assert!(!plan.shared[0].1.contains_key("mine"));
@@ -598,7 +606,7 @@ mod tests {
         assert_eq!(roots, [PathBuf::from("/w/a"), PathBuf::from("/w/b")]);
         assert_eq!(plan.per_workspace[1].2["mine"]["env"]["ROOT"], "/w/b");
         // No workspace open: no instance, the shared server still runs.
-        let plan = server_plan(&found, Path::new("/home/u"), &[]);
+        let plan = server_plan(&found, Path::new("/home/u"), &[], &trusted);
         assert!(plan.per_workspace.is_empty());
         assert_eq!(plan.shared.len(), 1);
     }

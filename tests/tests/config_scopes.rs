@@ -499,11 +499,24 @@ async fn in_scopes(c: &Client, name: &str, scopes: &[String]) -> geminid_protoco
 #[tokio::test(flavor = "multi_thread")]
 async fn an_extension_server_naming_the_workspace_runs_once_per_workspace() {
     let p = peers();
-    let mut d = TestDaemon::prepared(&[]);
+    // The trust file decides.
+    let mut d = TestDaemon::prepared(&[("GEMINI_CLI_TRUST_WORKSPACE", "")]);
     let home = d.home();
     let a = workspace(&d, "a", &json!({}));
     let b = workspace(&d, "b", &json!({}));
     let off = workspace(&d, "off", &json!({}));
+    let untrusted = workspace(&d, "untrusted", &json!({}));
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::write(
+        home.join(".gemini/trustedFolders.json"),
+        json!({
+            a.display().to_string(): "TRUST_FOLDER",
+            b.display().to_string(): "TRUST_FOLDER",
+            off.display().to_string(): "TRUST_FOLDER",
+        })
+        .to_string(),
+    )
+    .unwrap();
     install_extension(
         &home,
         "perws",
@@ -523,8 +536,11 @@ async fn an_extension_server_naming_the_workspace_runs_once_per_workspace() {
     let in_a = yolo_session(&c, &a).await;
     let in_b = yolo_session(&c, &b).await;
     let in_off = yolo_session(&c, &off).await;
+    // 0.61 connects no MCP server in an untrusted folder: no instance.
+    let in_untrusted = yolo_session(&c, &untrusted).await;
     let scope = |root: &Path| format!("extensions:{}", root.display());
     in_scopes(&c, "wsp", &[scope(&a), scope(&b)]).await;
+    assert!(unknown(&c, &in_untrusted, "get-env").await);
     // The entry without the variable: one shared instance.
     in_scopes(&c, "common", &["extensions".to_owned()]).await;
 
