@@ -357,6 +357,8 @@ mod tests {
             server("b", "user", &[("shared", &[]), ("own", &[])]),
             server("w", "workspace:/ws", &[("ws-only", &[])]),
             server("x", "workspace:/elsewhere", &[("hidden", &[])]),
+            server("e", "extensions:/ws", &[("ext-own", &[])]),
+            server("f", "extensions:/elsewhere", &[("ext-hidden", &[])]),
         ];
         let got = commands(&["help", "mode"], &servers, "/ws/sub");
         assert_eq!(
@@ -368,6 +370,7 @@ mod tests {
                 ("b.shared", "b", "shared"),
                 ("own", "b", "own"),
                 ("ws-only", "w", "ws-only"),
+                ("ext-own", "e", "ext-own"),
             ]
         );
     }
