@@ -128,7 +128,11 @@ pub fn commands(builtins: &[&str], servers: &[McpServerInfo], cwd: &str) -> Vec<
 }
 
 fn in_scope(scope: &str, cwd: &str) -> bool {
-    match scope.strip_prefix("workspace:") {
+    // A workspace's own server, or an extension's instance for it.
+    let own = scope
+        .strip_prefix("workspace:")
+        .or_else(|| scope.strip_prefix("extensions:"));
+    match own {
         Some(root) => std::path::Path::new(cwd).starts_with(root),
         None => true,
     }
@@ -353,6 +357,8 @@ mod tests {
             server("b", "user", &[("shared", &[]), ("own", &[])]),
             server("w", "workspace:/ws", &[("ws-only", &[])]),
             server("x", "workspace:/elsewhere", &[("hidden", &[])]),
+            server("e", "extensions:/ws", &[("ext-own", &[])]),
+            server("f", "extensions:/elsewhere", &[("ext-hidden", &[])]),
         ];
         let got = commands(&["help", "mode"], &servers, "/ws/sub");
         assert_eq!(
@@ -364,6 +370,7 @@ mod tests {
                 ("b.shared", "b", "shared"),
                 ("own", "b", "own"),
                 ("ws-only", "w", "ws-only"),
+                ("ext-own", "e", "ext-own"),
             ]
         );
     }

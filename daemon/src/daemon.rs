@@ -42,6 +42,9 @@ pub struct Daemon {
     opened_roots: Mutex<std::collections::BTreeSet<std::path::PathBuf>>,
     /// The installed extensions as last read (`extensions.list`).
     extensions: Mutex<Vec<crate::extensions::Extension>>,
+    /// Serializes setting the extensions' servers (a workspace opened and
+    /// a reload may do it at once: the last one uses the latest list).
+    extension_servers: Mutex<()>,
     /// `general.defaultApprovalMode`: the mode of sessions created
     /// without one.
     default_mode: Mutex<crate::policy::ApprovalMode>,
@@ -102,13 +105,15 @@ impl Daemon {
                         status: status.to_owned(),
                         message: message.map(str::to_owned),
                     };
-                    // A workspace's server is news for the sessions of that
-                    // workspace; a user-layer server serves every session
-                    // but those whose workspace has a server of its name.
-                    match scope.strip_prefix("workspace:") {
-                        Some(root) => daemon
-                            .sessions
-                            .announce_payload_where(payload, |cwd| cwd == root),
+                    // A workspace's server (its own settings' or an
+                    // extension's instance for it) is news for the sessions
+                    // of that workspace; a user-layer server serves every
+                    // session but those whose workspace has a server of its
+                    // name.
+                    match crate::discovery::mcp::scope_workspace(scope) {
+                        Some(root) => daemon.sessions.announce_payload_where(payload, |cwd| {
+                            std::path::Path::new(cwd) == root
+                        }),
                         None => {
                             let mcp = &daemon.discovery.mcp;
                             daemon.sessions.announce_payload_where(payload, |cwd| {
@@ -170,6 +175,7 @@ impl Daemon {
             unused_settings: Mutex::new(Vec::new()),
             opened_roots: Mutex::new(Default::default()),
             extensions: Mutex::new(Vec::new()),
+            extension_servers: Mutex::new(()),
             default_mode: Mutex::new(crate::policy::ApprovalMode::Default),
             shutdown,
             started: Instant::now(),
@@ -461,16 +467,11 @@ impl Daemon {
             .unwrap_or_else(|e| e.into_inner())
             .insert(root.to_path_buf());
         // Every open workspace (with the include directories its
-        // sessions get) is a root of the user's MCP servers.
-        let (includes, _) = crate::tools::include_dirs::pin(
-            &self.config.user_gemini_dir.join("settings.json"),
-            root,
-        );
-        let includes = includes.iter().map(|r| r.path().to_path_buf()).collect();
-        // A session loaded only to be deleted (this runs in the
-        // background) must not bring its root back.
+        // sessions get) is a root of the user's MCP servers. A session
+        // loaded only to be deleted (this runs in the background) must not
+        // bring its root back.
         if !session.is_stopped() {
-            self.discovery.mcp.root_opened(root, includes);
+            self.open_root(root);
         }
         if let Some(watch) = self
             .config_watch
@@ -483,16 +484,10 @@ impl Daemon {
         }
         self.note_workspace_tool_problems(root);
         self.note_plans_directory(root);
-        // An extension enabled here but not at home starts its servers.
-        let home = self.home();
-        let differs = self
-            .extensions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .any(|e| e.loaded && e.enabled_for(root) != e.enabled_for(&home));
-        if differs && !session.is_stopped() {
-            self.apply_extensions();
+        // An extension enabled here but not at home, or with servers of
+        // one instance per workspace, starts its servers.
+        if !session.is_stopped() && self.extensions_differ_at(root) {
+            self.set_extension_servers();
         }
         let verdict = self.folder_trust(root);
         let area = format!("workspace {}", root.display());
@@ -531,13 +526,61 @@ impl Daemon {
     /// (`SessionManager::resuming`). A few small file reads; the rest of
     /// opening the workspace (`workspace_opened`) follows in the
     /// background. Needs a runtime.
+    /// The extensions' servers it will see start too (those enabled only
+    /// there, and its `${workspacePath}` instances), whatever its trust.
     pub fn open_workspace_servers(&self, root: &std::path::Path) {
-        if tokio::runtime::Handle::try_current().is_err() || !self.folder_trust(root).trusted {
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        self.open_root(root);
+        if self.extensions_differ_at(root) {
+            self.set_extension_servers();
+        }
+        if !self.folder_trust(root).trusted {
             return;
         }
         for problem in self.discovery.workspace_opened(root) {
             tracing::warn!(problem = %problem, "workspace discovery settings");
         }
+    }
+
+    /// `root` is a root of the shared MCP servers (with the include
+    /// directories its sessions get) from now on.
+    fn open_root(&self, root: &std::path::Path) {
+        let (includes, _) = crate::tools::include_dirs::pin(
+            &self.config.user_gemini_dir.join("settings.json"),
+            root,
+        );
+        let includes = includes.iter().map(|r| r.path().to_path_buf()).collect();
+        self.discovery.mcp.root_opened(root, includes);
+    }
+
+    /// The last session in `root` was deleted: it is no longer a root of
+    /// the shared servers, and the extensions' instances for it stop.
+    pub fn workspace_closed(&self, root: &std::path::Path) {
+        self.discovery.mcp.root_closed(root);
+        if self.extensions_differ_at(root) {
+            self.set_extension_servers();
+        }
+    }
+
+    /// Whether some extension's servers are not the same at `root` as at
+    /// home: enabled otherwise, or one instance per workspace
+    /// (`${workspacePath}`).
+    fn extensions_differ_at(&self, root: &std::path::Path) -> bool {
+        let home = self.home();
+        self.extensions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .any(|e| {
+                e.loaded
+                    && (e.enabled_for(root) != e.enabled_for(&home)
+                        || (e.enabled_for(root)
+                            && e.mcp_servers
+                                .values()
+                                .any(crate::extensions::names_workspace)))
+            })
     }
 
     /// Reads the installed extensions again: their MCP servers follow
@@ -559,58 +602,11 @@ impl Daemon {
                 watch.add_file(&file);
             }
         }
-        let home = self.home();
-        // An extension's servers run while it is enabled at home or in a
-        // workspace a session opened; each session sees them only where
-        // the extension is enabled (0.61's enablement, per directory).
-        let opened: Vec<std::path::PathBuf> = self
-            .opened_roots
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .iter()
-            .cloned()
-            .collect();
-        let mut servers = Vec::new();
-        let mut enablement = crate::discovery::mcp::Enablement {
-            home: home.clone(),
-            ..Default::default()
-        };
         for ext in &found {
             problems.extend(ext.problems.iter().cloned());
-            let somewhere = ext.enabled_for(&home) || opened.iter().any(|r| ext.enabled_for(r));
-            if !ext.loaded || !somewhere {
-                continue;
+            if ext.loaded {
+                problems.extend(extension_server_problems(ext));
             }
-            let doc = serde_json::json!({ "mcpServers": ext.mcp_servers });
-            let read = crate::discovery::settings::parse(&doc, crate::discovery::EXTENSION_SCOPE);
-            problems.extend(read.problems.into_iter().map(|p| {
-                crate::problems::ConfigProblem::new(ext.manifest().display().to_string(), p)
-                    .kept("that server does not start")
-            }));
-            // Its settings' values (`.env`) reach its stdio servers, under
-            // each entry's own `env` (0.61's order).
-            let settings_env = ext.settings_env();
-            let mut servers_of = read.servers;
-            for server in &mut servers_of {
-                if let crate::discovery::settings::Transport::Stdio { env, .. } =
-                    &mut server.transport
-                {
-                    for (key, value) in &settings_env {
-                        env.entry(key.clone()).or_insert_with(|| value.clone());
-                    }
-                }
-            }
-            for server in &servers_of {
-                enablement
-                    .overrides
-                    .entry(server.name.clone())
-                    .or_insert_with(|| ext.overrides.clone());
-            }
-            servers.extend(servers_of);
-        }
-        self.discovery.mcp.set_enablement(enablement);
-        for problem in self.discovery.set_extension_servers(servers) {
-            tracing::warn!(problem = %problem, "extension MCP servers");
         }
         let context = |list: &[crate::extensions::Extension]| -> Vec<_> {
             list.iter()
@@ -621,11 +617,58 @@ impl Daemon {
         let memory_changed = context(&kept) != context(&found);
         *kept = found;
         drop(kept);
+        self.set_extension_servers();
         if memory_changed {
             self.memory.invalidate_all();
         }
         let fresh = self.problems.set("extensions", problems);
         self.announce_problems(&fresh);
+    }
+
+    /// Starts, stops or restarts the extensions' MCP servers as the
+    /// extensions last read and the workspaces sessions have open want
+    /// them: a server runs while its extension is enabled at home or in an
+    /// open workspace, and each session sees it only where the extension
+    /// is enabled (0.61's enablement, per directory); an entry naming
+    /// `${workspacePath}` runs once per open trusted workspace where its
+    /// extension is enabled, seen by that workspace's sessions only.
+    fn set_extension_servers(&self) {
+        let _serial = self
+            .extension_servers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let found = self.extensions();
+        let home = self.home();
+        let opened = self.discovery.mcp.open_roots();
+        let trusted = |root: &std::path::Path| self.folder_trust(root).trusted;
+        let plan = crate::extensions::server_plan(&found, &home, &opened, &trusted);
+        let mut enablement = crate::discovery::mcp::Enablement {
+            home,
+            ..Default::default()
+        };
+        let mut shared = Vec::new();
+        for (ext, entries) in plan.shared {
+            let servers = with_settings_env(ext, entries, crate::discovery::EXTENSION_SCOPE);
+            for server in &servers {
+                enablement
+                    .overrides
+                    .entry(server.name.clone())
+                    .or_insert_with(|| ext.overrides.clone());
+            }
+            shared.extend(servers);
+        }
+        let mut per_workspace: std::collections::BTreeMap<_, Vec<_>> = Default::default();
+        for (root, ext, entries) in plan.per_workspace {
+            let scope = crate::discovery::mcp::extension_workspace_scope(&root);
+            per_workspace
+                .entry(root)
+                .or_default()
+                .extend(with_settings_env(ext, entries, &scope));
+        }
+        self.discovery.mcp.set_enablement(enablement);
+        for problem in self.discovery.set_extension_servers(shared, per_workspace) {
+            tracing::warn!(problem = %problem, "extension MCP servers");
+        }
     }
 
     /// The context files of the extensions enabled for `root`.
@@ -742,6 +785,43 @@ impl Daemon {
     pub fn connections(&self) -> u64 {
         self.connections.load(Ordering::Relaxed)
     }
+}
+
+/// What is wrong with an extension's `mcpServers` entries (read as they
+/// are written: an entry naming `${workspacePath}` has the same problems
+/// in every workspace).
+fn extension_server_problems(ext: &crate::extensions::Extension) -> Vec<ConfigProblem> {
+    let doc = serde_json::json!({ "mcpServers": ext.mcp_servers });
+    crate::discovery::settings::parse(&doc, crate::discovery::EXTENSION_SCOPE)
+        .problems
+        .into_iter()
+        .map(|p| {
+            ConfigProblem::new(ext.manifest().display().to_string(), p)
+                .kept("that server does not start")
+        })
+        .collect()
+}
+
+/// `entries` (an extension's `mcpServers`) as servers of `scope`, with the
+/// extension's settings' values (`.env`) under each stdio entry's own
+/// `env` (0.61's order). Their problems are reported apart
+/// (`extensions::server_problems`).
+fn with_settings_env(
+    ext: &crate::extensions::Extension,
+    entries: serde_json::Map<String, serde_json::Value>,
+    scope: &str,
+) -> Vec<crate::discovery::settings::ServerConfig> {
+    let doc = serde_json::json!({ "mcpServers": entries });
+    let mut servers = crate::discovery::settings::parse(&doc, scope).servers;
+    let settings_env = ext.settings_env();
+    for server in &mut servers {
+        if let crate::discovery::settings::Transport::Stdio { env, .. } = &mut server.transport {
+            for (key, value) in &settings_env {
+                env.entry(key.clone()).or_insert_with(|| value.clone());
+            }
+        }
+    }
+    servers
 }
 
 /// Resident memory of this process in bytes (Linux).

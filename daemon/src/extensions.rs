@@ -10,8 +10,10 @@
 //! else `GEMINI.md` when present) added to memory, `excludeTools` (deny
 //! rules, `policy/live.rs`), and `policies/*.toml` (the Extension tier).
 //! `${extensionPath}` and `${/}` / `${pathSeparator}` are substituted in
-//! the manifest, as 0.61 does. This module reads the files; callers turn
-//! the result into servers, rules and memory.
+//! the manifest, as 0.61 does; `${workspacePath}` is kept until a
+//! workspace is known: an MCP server entry naming it runs once per
+//! workspace ([`names_workspace`], [`for_workspace`]). This module reads
+//! the files; callers turn the result into servers, rules and memory.
 
 use std::path::{Path, PathBuf};
 
@@ -367,6 +369,82 @@ fn hydrate(value: Value, path: &Path) -> Value {
     }
 }
 
+/// The variable 0.61 replaces with the workspace's path.
+pub const WORKSPACE_PATH: &str = "${workspacePath}";
+
+/// Whether some string of `entry` (an MCP server entry: command, args,
+/// env, cwd, url, headers, ...) names `${workspacePath}`.
+pub fn names_workspace(entry: &Value) -> bool {
+    match entry {
+        Value::String(s) => s.contains(WORKSPACE_PATH),
+        Value::Array(items) => items.iter().any(names_workspace),
+        Value::Object(map) => map.values().any(names_workspace),
+        _ => false,
+    }
+}
+
+/// `entry` with `${workspacePath}` replaced by `root` in every string
+/// (0.61's substitution, for the workspace a session opened).
+pub fn for_workspace(entry: &Value, root: &Path) -> Value {
+    match entry {
+        Value::String(s) => Value::String(s.replace(WORKSPACE_PATH, &root.display().to_string())),
+        Value::Array(items) => Value::Array(items.iter().map(|v| for_workspace(v, root)).collect()),
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .map(|(k, v)| (k.clone(), for_workspace(v, root)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
+}
+
+/// Which extension servers run: the shared entries of each extension
+/// enabled at home or in an open workspace, and for each open trusted
+/// workspace where an extension is enabled, its entries naming
+/// `${workspacePath}`, substituted for that workspace (0.61 connects no
+/// MCP server in an untrusted folder: no instance is made for one).
+#[derive(Default)]
+pub struct ServerPlan<'a> {
+    pub shared: Vec<(&'a Extension, serde_json::Map<String, Value>)>,
+    pub per_workspace: Vec<(PathBuf, &'a Extension, serde_json::Map<String, Value>)>,
+}
+
+/// The servers of `found` with the user's `home`, the workspaces
+/// sessions have `opened` and which of them are `trusted`.
+pub fn server_plan<'a>(
+    found: &'a [Extension],
+    home: &Path,
+    opened: &[PathBuf],
+    trusted: &dyn Fn(&Path) -> bool,
+) -> ServerPlan<'a> {
+    let mut plan = ServerPlan::default();
+    for ext in found.iter().filter(|e| e.loaded) {
+        let here: Vec<&PathBuf> = opened.iter().filter(|r| ext.enabled_for(r)).collect();
+        if !ext.enabled_for(home) && here.is_empty() {
+            continue;
+        }
+        let (per_workspace, shared): (Vec<_>, Vec<_>) = ext
+            .mcp_servers
+            .iter()
+            .map(|(name, entry)| (name.clone(), entry.clone()))
+            .partition(|(_, entry)| names_workspace(entry));
+        if !shared.is_empty() {
+            plan.shared.push((ext, shared.into_iter().collect()));
+        }
+        if per_workspace.is_empty() {
+            continue;
+        }
+        for root in here.into_iter().filter(|r| trusted(r)) {
+            let entries = per_workspace
+                .iter()
+                .map(|(name, entry)| (name.clone(), for_workspace(entry, root)))
+                .collect();
+            plan.per_workspace.push((root.clone(), ext, entries));
+        }
+    }
+    plan
+}
+
 /// 0.61's overrides: `!` disables, a trailing `*` covers the directories
 /// below, the last rule that matches decides; none: enabled.
 pub fn enabled_by(overrides: &[String], dir: &Path) -> bool {
@@ -471,6 +549,66 @@ mod tests {
         assert!(e.policy_dir.is_some());
         assert!(!e.enabled_for(Path::new("/nope/x")));
         assert!(e.enabled_for(Path::new("/yes")));
+    }
+
+    #[test]
+    fn a_server_naming_the_workspace_is_substituted_per_workspace() {
+        let entry = serde_json::json!({
+            "command": "${workspacePath}/bin/srv",
+            "args": ["--root", "${workspacePath}"],
+            "env": {"ROOT": "at ${workspacePath}"},
+            "timeout": 5
+        });
+        assert!(names_workspace(&entry));
+        assert!(!names_workspace(
+            &serde_json::json!({"command": "srv", "args": ["${x}"]})
+        ));
+        let done = for_workspace(&entry, Path::new("/w/a"));
+        assert_eq!(done["command"], "/w/a/bin/srv");
+        assert_eq!(done["args"][1], "/w/a");
+        assert_eq!(done["env"]["ROOT"], "at /w/a");
+        assert_eq!(done["timeout"], 5);
+        assert!(!names_workspace(&done));
+    }
+
+    #[test]
+    fn a_workspace_server_runs_once_per_open_workspace_where_enabled() {
+        let ext = Extension {
+            name: "e".into(),
+            loaded: true,
+            mcp_servers: serde_json::json!({
+                "shared": {"command": "srv"},
+                "mine": {"command": "srv", "env": {"ROOT": "${workspacePath}"}}
+            })
+            .as_object()
+            .cloned()
+            .unwrap(),
+            overrides: vec!["!/w/off/*".into()],
+            ..Default::default()
+        };
+        let found = [ext];
+        let opened = [
+            PathBuf::from("/w/a"),
+            PathBuf::from("/w/off"),
+            PathBuf::from("/w/b"),
+            PathBuf::from("/w/untrusted"),
+        ];
+        let trusted = |r: &Path| !r.ends_with("untrusted");
+        let plan = server_plan(&found, Path::new("/home/u"), &opened, &trusted);
+        assert_eq!(plan.shared.len(), 1);
+        assert!(plan.shared[0].1.contains_key("shared"));
+        assert!(!plan.shared[0].1.contains_key("mine"));
+        let roots: Vec<_> = plan
+            .per_workspace
+            .iter()
+            .map(|(r, _, _)| r.clone())
+            .collect();
+        assert_eq!(roots, [PathBuf::from("/w/a"), PathBuf::from("/w/b")]);
+        assert_eq!(plan.per_workspace[1].2["mine"]["env"]["ROOT"], "/w/b");
+        // No workspace open: no instance, the shared server still runs.
+        let plan = server_plan(&found, Path::new("/home/u"), &[], &trusted);
+        assert!(plan.per_workspace.is_empty());
+        assert_eq!(plan.shared.len(), 1);
     }
 
     #[test]

@@ -387,10 +387,19 @@ pub trait GeminidApi {
     #[method(name = "mcp.authWait", param_kind = map)]
     async fn auth_wait_mcp(&self, name: String) -> RpcResult<McpServerInfo>;
 
-    /// `mcp.resources {server?}`: the resources and resource templates of
-    /// every connected server (or of `server`), as they listed them.
+    /// `mcp.resources {server?, sessionId? | cwd?, all?}`: the resources
+    /// and resource templates of the connected servers (or of `server`),
+    /// as they listed them: those the session's workspace sees (else
+    /// `cwd`'s, else the shared servers only), the same view as the
+    /// model's; `all`: every server of the daemon, each with its scope.
     #[method(name = "mcp.resources", param_kind = map)]
-    async fn mcp_resources(&self, server: Option<String>) -> RpcResult<McpResources>;
+    async fn mcp_resources(
+        &self,
+        server: Option<String>,
+        #[argument(rename = "sessionId")] session_id: Option<String>,
+        cwd: Option<String>,
+        all: Option<bool>,
+    ) -> RpcResult<McpResources>;
 
     /// `mcp.read {server, uri}`: `resources/read` of `uri` on `server`. An
     /// unknown server is invalid params; a failed read is -32055.

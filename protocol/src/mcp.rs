@@ -137,6 +137,10 @@ pub struct McpResources {
 pub struct McpResource {
     pub server: String,
     pub resource: Value,
+    /// The server's scope (`user`, `extensions`, `workspace:<root>`,
+    /// `extensions:<root>`, as `mcp list` shows it).
+    #[serde(default)]
+    pub scope: String,
 }
 
 /// `mcp.read`: a `resources/read` answer as the server sent it.

@@ -478,3 +478,290 @@ async fn a_subscription_goes_to_the_server_the_session_sees() {
         .await
         .expect("the workspace's own db takes the subscription");
 }
+
+/// Waits until the servers named `name` are in exactly `scopes` (sorted),
+/// each connected.
+async fn in_scopes(c: &Client, name: &str, scopes: &[String]) -> geminid_protocol::mcp::McpList {
+    let mut want = scopes.to_vec();
+    want.sort();
+    wait_list(c, 60, |l| {
+        let mut have = scopes_of(l, name);
+        have.sort();
+        have == want
+            && l.servers
+                .iter()
+                .filter(|s| s.name == name)
+                .all(|s| s.status == "connected")
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_extension_server_naming_the_workspace_runs_once_per_workspace() {
+    let p = peers();
+    // The trust file decides.
+    let mut d = TestDaemon::prepared(&[("GEMINI_CLI_TRUST_WORKSPACE", "")]);
+    let home = d.home();
+    let a = workspace(&d, "a", &json!({}));
+    let b = workspace(&d, "b", &json!({}));
+    let off = workspace(&d, "off", &json!({}));
+    let untrusted = workspace(&d, "untrusted", &json!({}));
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::write(
+        home.join(".gemini/trustedFolders.json"),
+        json!({
+            a.display().to_string(): "TRUST_FOLDER",
+            b.display().to_string(): "TRUST_FOLDER",
+            off.display().to_string(): "TRUST_FOLDER",
+        })
+        .to_string(),
+    )
+    .unwrap();
+    install_extension(
+        &home,
+        "perws",
+        &json!({"name": "perws", "mcpServers": {
+            "wsp": {"command": everything(&p), "includeTools": ["get-env"],
+                    "env": {"WS_FILE": "${workspacePath}${/}notes.md"}},
+            "common": {"command": everything(&p), "includeTools": ["echo"]}
+        }}),
+    );
+    std::fs::write(
+        home.join(".gemini/extensions/extension-enablement.json"),
+        json!({"perws": {"overrides": [format!("!{}/*", off.display())]}}).to_string(),
+    )
+    .unwrap();
+    d.spawn();
+    let c = d.client().await;
+    let in_a = yolo_session(&c, &a).await;
+    let in_b = yolo_session(&c, &b).await;
+    let in_off = yolo_session(&c, &off).await;
+    // 0.61 connects no MCP server in an untrusted folder: no instance.
+    let in_untrusted = yolo_session(&c, &untrusted).await;
+    let scope = |root: &Path| format!("extensions:{}", root.display());
+    in_scopes(&c, "wsp", &[scope(&a), scope(&b)]).await;
+    assert!(unknown(&c, &in_untrusted, "get-env").await);
+    // The entry without the variable: one shared instance.
+    in_scopes(&c, "common", &["extensions".to_owned()]).await;
+
+    // Each workspace's session calls its own instance, which was given
+    // its own path.
+    let note = |root: &Path| format!("{}/notes.md", root.display());
+    let from_a = called(&c, &in_a, "get-env").await;
+    assert!(from_a.contains(&note(&a)), "{from_a}");
+    assert!(!from_a.contains(&note(&b)), "{from_a}");
+    let from_b = called(&c, &in_b, "get-env").await;
+    assert!(from_b.contains(&note(&b)), "{from_b}");
+    assert!(!from_b.contains(&note(&a)), "{from_b}");
+    // Where the extension is disabled: no instance, nothing to call.
+    assert!(unknown(&c, &in_off, "get-env").await);
+    assert!(unknown(&c, &in_off, "echo").await);
+    let echoed = run(&c, &in_a, "echo", json!({"message": "hi"})).await;
+    assert_eq!(echoed.state, CallState::Success, "{echoed:#?}");
+
+    // Disabled for b: b's instance stops, a's goes on.
+    std::fs::write(
+        home.join(".gemini/extensions/extension-enablement.json"),
+        json!({"perws": {"overrides": [
+            format!("!{}/*", off.display()),
+            format!("!{}/*", b.display()),
+        ]}})
+        .to_string(),
+    )
+    .unwrap();
+    in_scopes(&c, "wsp", &[scope(&a)]).await;
+    assert!(unknown(&c, &in_b, "get-env").await);
+    let again = called(&c, &in_a, "get-env").await;
+    assert!(again.contains(&note(&a)), "{again}");
+
+    // The last session in a is deleted: the daemon drops the workspace,
+    // and its instance stops.
+    c.delete_session(in_a.clone()).await.unwrap();
+    in_scopes(&c, "wsp", &[]).await;
+    in_scopes(&c, "common", &["extensions".to_owned()]).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_prompt_right_after_a_restart_waits_for_the_extension_servers_of_its_workspace() {
+    use geminid_protocol::EventPayload;
+    use geminid_tests::fake_model::{FakeModel, gemini};
+    let p = peers();
+    let fake = FakeModel::scripted(vec![
+        gemini::call_reply(&[
+            ("echo", json!({"message": "after the restart"})),
+            ("get-env", json!({})),
+        ]),
+        gemini::answer(&["done"]),
+    ])
+    .await;
+    let mut d = TestDaemon::prepared(&[
+        ("GEMINI_API_KEY", "test-key"),
+        ("GOOGLE_GEMINI_BASE_URL", fake.base_url.as_str()),
+        ("GEMINI_MODEL", "gemini-2.5-flash"),
+    ]);
+    let home = d.home();
+    let ws = workspace(&d, "ws", &json!({}));
+    // Enabled in ws alone: a shared server (`here`) and one instance per
+    // workspace (`wsp`).
+    install_extension(
+        &home,
+        "only-ws",
+        &json!({"name": "only-ws", "mcpServers": {
+            "here": {"command": everything(&p), "includeTools": ["echo"]},
+            "wsp": {"command": everything(&p), "includeTools": ["get-env"],
+                    "env": {"WS_FILE": "${workspacePath}/marker"}}
+        }}),
+    );
+    std::fs::write(
+        home.join(".gemini/extensions/extension-enablement.json"),
+        json!({"only-ws": {"overrides": ["!/*", format!("{}/*", ws.display())]}}).to_string(),
+    )
+    .unwrap();
+    d.spawn();
+    let c = d.client().await;
+    let sid = yolo_session(&c, &ws).await;
+    connected(&c, &["here", "wsp"]).await;
+    drop(c);
+    assert_eq!(d.terminate(), Some(0));
+    d.spawn();
+    let c = d.client().await;
+    // Nothing of the extension runs before a session of ws is back.
+    let before = c.list_mcp().await.unwrap();
+    assert!(before.servers.is_empty(), "{before:#?}");
+    // The first request after the restart is the prompt itself.
+    let turn = c
+        .prompt(sid.clone(), "use both".into())
+        .await
+        .unwrap()
+        .turn_id;
+    let mut sub = c.subscribe_session(sid.clone(), None).await.unwrap();
+    let events = collect_until(
+        &mut sub,
+        |e| matches!(&e.payload, EventPayload::TurnFinished { turn_id, .. } if *turn_id == turn),
+    )
+    .await;
+    let call = |name: &str| {
+        events
+            .iter()
+            .rev()
+            .find_map(|e| match &e.payload {
+                EventPayload::ToolCall(s) if s.state.is_terminal() && s.name == name => {
+                    Some((**s).clone())
+                }
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no {name} call: {events:#?}"))
+    };
+    let echo = call("echo");
+    assert_eq!(echo.state, CallState::Success, "{echo:#?}");
+    let env = call("get-env");
+    assert_eq!(env.state, CallState::Success, "{env:#?}");
+    let text = result_json(&env).to_string();
+    assert!(text.contains(&format!("{}/marker", ws.display())), "{text}");
+    let first = &fake.seen()[0].body;
+    let told: Vec<&str> = first["tools"][0]["functionDeclarations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|f| f["name"].as_str())
+        .collect();
+    assert!(
+        told.contains(&"echo") && told.contains(&"get-env"),
+        "the model was not told: {told:?}"
+    );
+}
+
+/// `gemctl [--json] mcp resources ARGS` run in `dir`: its stdout.
+fn gemctl_in(d: &TestDaemon, dir: &Path, args: &[&str]) -> String {
+    let out = d.gemctl(args).current_dir(dir).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{args:?}: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    text
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn gemctl_mcp_resources_lists_what_the_workspace_sees() {
+    use geminid_protocol::mcp::McpResources;
+    let p = peers();
+    let mut d = TestDaemon::prepared(&[]);
+    let home = d.home();
+    let a = workspace(&d, "a", &json!({}));
+    let b = workspace(&d, "b", &json!({}));
+    let plain = workspace(&d, "plain", &json!({}));
+    // One instance per workspace, both named `docs`.
+    install_extension(
+        &home,
+        "docs",
+        &json!({"name": "docs", "mcpServers": {
+            "docs": {"command": everything(&p), "env": {"DOCS_ROOT": "${workspacePath}"}}
+        }}),
+    );
+    d.spawn();
+    let c = d.client().await;
+    let in_a = yolo_session(&c, &a).await;
+    let _in_b = yolo_session(&c, &b).await;
+    let scope = |root: &Path| format!("extensions:{}", root.display());
+    in_scopes(&c, "docs", &[scope(&a), scope(&b)]).await;
+    // Both instances' lists are in (each lists after connecting).
+    let start = std::time::Instant::now();
+    loop {
+        let all = c.mcp_resources(None, None, None, Some(true)).await.unwrap();
+        let scopes: std::collections::BTreeSet<&str> =
+            all.resources.iter().map(|r| r.scope.as_str()).collect();
+        if scopes.len() == 2 {
+            break;
+        }
+        assert!(start.elapsed().as_secs() < 30, "{all:#?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let only = |listed: &McpResources, root: &Path| {
+        !listed.resources.is_empty()
+            && listed
+                .resources
+                .iter()
+                .chain(&listed.templates)
+                .all(|r| r.scope == scope(root) && r.server == "docs")
+    };
+
+    // A session's workspace: its own instance only, as the model sees it.
+    let by_session = c
+        .mcp_resources(None, Some(in_a.clone()), None, None)
+        .await
+        .unwrap();
+    assert!(only(&by_session, &a), "{by_session:#?}");
+    // gemctl in a workspace's directory: that workspace's view.
+    let text = gemctl_in(&d, &b, &["--json", "mcp", "resources"]);
+    let in_b: McpResources = serde_json::from_str(&text).unwrap();
+    assert!(only(&in_b, &b), "{in_b:#?}");
+    let text = gemctl_in(&d, &b, &["--json", "mcp", "resources", "--session", &in_a]);
+    let of_a: McpResources = serde_json::from_str(&text).unwrap();
+    assert!(only(&of_a, &a), "{of_a:#?}");
+    // A directory where the extension has no instance: nothing.
+    let text = gemctl_in(
+        &d,
+        &a,
+        &[
+            "--json",
+            "mcp",
+            "resources",
+            "--cwd",
+            &plain.display().to_string(),
+        ],
+    );
+    let none: McpResources = serde_json::from_str(&text).unwrap();
+    assert!(none.resources.is_empty(), "{none:#?}");
+    // --all: every server, each line with its scope.
+    let text = gemctl_in(&d, &plain, &["mcp", "resources", "--all"]);
+    for root in [&a, &b] {
+        assert!(text.contains(&format!("[{}] docs:", scope(root))), "{text}");
+    }
+    let text = gemctl_in(&d, &a, &["mcp", "resources"]);
+    assert!(
+        text.contains("docs:") && !text.lines().any(|l| l.starts_with("[extensions:")),
+        "{text}"
+    );
+}

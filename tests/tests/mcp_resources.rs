@@ -100,7 +100,10 @@ async fn gemctl_lists_and_reads_resources() {
     }}));
     let c = d.client().await;
     connected(&c, &["everything"]).await;
-    let listed = c.mcp_resources(None).await.expect("mcp.resources");
+    let listed = c
+        .mcp_resources(None, None, None, None)
+        .await
+        .expect("mcp.resources");
     let first = listed
         .resources
         .first()
@@ -174,7 +177,10 @@ async fn a_prompt_references_a_resource_by_server_and_uri() {
     d.spawn();
     let c = d.client().await;
     connected(&c, &["everything"]).await;
-    let listed = c.mcp_resources(Some("everything".into())).await.unwrap();
+    let listed = c
+        .mcp_resources(Some("everything".into()), None, None, None)
+        .await
+        .unwrap();
     let first = listed.resources.first().expect("a resource");
     let uri = first.resource["uri"].as_str().expect("its uri").to_owned();
     let sid = session(&c, &d, ApprovalMode::Yolo).await;

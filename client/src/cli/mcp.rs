@@ -23,7 +23,8 @@ pub enum McpCommand {
     Restart {
         name: String,
         /// The server's scope when more than one has the name (`user`,
-        /// `extensions`, `workspace:<root>`, as `mcp list` shows it)
+        /// `extensions`, `workspace:<root>`, `extensions:<root>`, as `mcp
+        /// list` shows it)
         #[arg(long)]
         scope: Option<String>,
     },
@@ -82,11 +83,15 @@ pub enum McpCommand {
     )]
     Serve(crate::mcp_serve::ServeArgs),
     /// List the resources (and resource templates) of the connected
-    /// servers, or of one
+    /// servers a workspace's sessions see (the model's view), or of one
     #[command(
-        after_help = "Examples:\n  gemctl mcp resources\n  gemctl mcp resources everything\n  gemctl --json mcp resources"
+        after_help = "Examples:\n  gemctl mcp resources\n  gemctl mcp resources everything\n  gemctl mcp resources --session $S\n  gemctl mcp resources --all     # every server of the daemon, with its scope\n  gemctl --json mcp resources"
     )]
-    Resources { server: Option<String> },
+    Resources {
+        server: Option<String>,
+        #[command(flatten)]
+        seen: super::mcp_resources::Seen,
+    },
     /// Read one resource of a server (text to stdout; blobs named)
     #[command(
         after_help = "Examples:\n  gemctl mcp read everything test://static/resource/1\n  gemctl --json mcp read fs file:///tmp/a.txt"
@@ -156,7 +161,9 @@ pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
             let oauth = probe_oauth(client_id, client_secret);
             probe(ctx, call, args, headers, oauth, target).await
         }
-        McpCommand::Resources { server } => super::mcp_resources::list(ctx, server).await,
+        McpCommand::Resources { server, seen } => {
+            super::mcp_resources::list(ctx, server, seen).await
+        }
         McpCommand::Read { server, uri } => super::mcp_resources::read(ctx, server, uri).await,
         McpCommand::Prompt {
             server,

@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use std::collections::BTreeMap;
 
-use crate::command::{Ctx, Failure, Outcome, exit, outln, print_json};
+use crate::command::{Ctx, Failure, Outcome, exit, outln, print_json, resolve_session};
 
 fn field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str).filter(|s| !s.is_empty())
@@ -23,17 +23,53 @@ fn line(server: &str, resource: &Value, uri_key: &str) -> String {
     text
 }
 
-pub async fn list(ctx: &Ctx, server: Option<String>) -> Outcome {
+/// Whose resources `mcp resources` lists.
+#[derive(clap::Args)]
+pub struct Seen {
+    /// What this session's workspace sees
+    #[arg(long, conflicts_with_all = ["cwd", "all"])]
+    session: Option<String>,
+    /// What a session in this directory sees [default: the current
+    /// directory]
+    #[arg(long, conflicts_with = "all")]
+    cwd: Option<std::path::PathBuf>,
+    /// Every server of the daemon, each line with its scope
+    #[arg(long)]
+    all: bool,
+}
+
+pub async fn list(ctx: &Ctx, server: Option<String>, seen: Seen) -> Outcome {
     let client = ctx.connect().await?;
-    let listed = client.mcp_resources(server).await?;
+    let session = match seen.session {
+        Some(given) => Some(resolve_session(&client, &given).await?),
+        None => None,
+    };
+    let cwd = match (&session, seen.cwd, seen.all) {
+        (Some(_), _, _) | (None, _, true) => None,
+        (None, Some(cwd), false) => Some(cwd),
+        (None, None, false) => std::env::current_dir().ok(),
+    };
+    let listed = client
+        .mcp_resources(
+            server,
+            session,
+            cwd.map(|c| c.display().to_string()),
+            Some(seen.all),
+        )
+        .await?;
     if ctx.json {
         return print_json(&listed);
     }
+    let scoped = |scope: &str, text: String| match seen.all {
+        true => format!("[{scope}] {text}"),
+        false => text,
+    };
     for r in &listed.resources {
-        outln!("{}", line(&r.server, &r.resource, "uri"));
+        outln!("{}", scoped(&r.scope, line(&r.server, &r.resource, "uri")));
     }
     for t in &listed.templates {
-        outln!("template {}", line(&t.server, &t.resource, "uriTemplate"));
+        let text = line(&t.server, &t.resource, "uriTemplate");
+        outln!("{}", scoped(&t.scope, format!("template {text}")));
     }
     Ok(exit::OK)
 }

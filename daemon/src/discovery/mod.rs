@@ -170,26 +170,52 @@ impl Discovery {
         }
     }
 
-    /// The MCP servers of the enabled extensions (scope `extensions`,
-    /// `trust` ignored): started, stopped or restarted as their entries
-    /// change. A user settings server of the same name wins (as in 0.61);
-    /// the user's `mcp.allowed` / `mcp.excluded` apply. Returns problems.
+    /// The MCP servers of the enabled extensions, `trust` ignored: the
+    /// shared ones (scope `extensions`) and, for each workspace, the
+    /// instances of the entries naming `${workspacePath}` (scope
+    /// `extensions:<root>`, seen by that workspace's sessions only).
+    /// Started, stopped or restarted as their entries change; a workspace
+    /// missing from `per_workspace` has its instances stopped. A user
+    /// settings server of the same name wins (as in 0.61); the user's
+    /// `mcp.allowed` / `mcp.excluded` apply. Returns problems.
     pub fn set_extension_servers(
         self: &Arc<Self>,
-        servers: Vec<settings::ServerConfig>,
+        shared: Vec<settings::ServerConfig>,
+        per_workspace: std::collections::BTreeMap<PathBuf, Vec<settings::ServerConfig>>,
     ) -> Vec<String> {
         let user = settings::load(&self.user_settings, "user");
-        let servers: Vec<_> = servers
+        let ours = |servers: Vec<settings::ServerConfig>, scope: &str| {
+            let servers: Vec<_> = servers
+                .into_iter()
+                .filter(|s| !user.servers.iter().any(|u| u.name == s.name))
+                .map(|mut s| {
+                    s.trust = false;
+                    s.scope = scope.to_owned();
+                    s
+                })
+                .collect();
+            admitted(servers, &[&user])
+        };
+        let mut problems = self
+            .mcp
+            .reconcile(EXTENSION_SCOPE, ours(shared, EXTENSION_SCOPE));
+        let mut scopes: BTreeSet<String> = self
+            .mcp
+            .scopes()
             .into_iter()
-            .filter(|s| !user.servers.iter().any(|u| u.name == s.name))
-            .map(|mut s| {
-                s.trust = false;
-                s.scope = EXTENSION_SCOPE.to_owned();
-                s
-            })
+            .filter(|s| s.starts_with(mcp::EXTENSION_WORKSPACE_PREFIX))
             .collect();
-        let servers = admitted(servers, &[&user]);
-        self.mcp.reconcile(EXTENSION_SCOPE, servers)
+        for (root, servers) in per_workspace {
+            let scope = mcp::extension_workspace_scope(&root);
+            scopes.remove(&scope);
+            problems.extend(self.mcp.reconcile(&scope, ours(servers, &scope)));
+        }
+        // Workspaces no session has open, or where no extension wants an
+        // instance any more.
+        for scope in scopes {
+            problems.extend(self.mcp.reconcile(&scope, Vec::new()));
+        }
+        problems
     }
 
     /// The workspaces whose settings were read.

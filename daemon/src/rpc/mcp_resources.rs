@@ -19,16 +19,45 @@ fn wire(listed: Vec<Listed>) -> Vec<McpResource> {
         .map(|l| McpResource {
             server: l.server,
             resource: l.resource,
+            scope: l.scope,
         })
         .collect()
 }
 
-pub fn list(daemon: &Daemon, server: Option<&str>) -> McpResources {
+/// What `mcp.resources` asks for.
+pub struct Asked {
+    pub server: Option<String>,
+    pub session_id: Option<String>,
+    pub cwd: Option<String>,
+    pub all: bool,
+}
+
+/// The resources a session's (or `cwd`'s) workspace sees, as the model
+/// does; without either, the shared servers'; `all`: every server's.
+pub fn list(daemon: &Daemon, asked: Asked) -> RpcResult<McpResources> {
     let mcp = &daemon.discovery.mcp;
-    McpResources {
-        resources: wire(mcp.resources(server)),
-        templates: wire(mcp.resource_templates(server)),
+    let server = asked.server.as_deref();
+    if asked.all {
+        return Ok(McpResources {
+            resources: wire(mcp.resources(server)),
+            templates: wire(mcp.resource_templates(server)),
+        });
     }
+    let root = match (asked.session_id, asked.cwd) {
+        (Some(id), _) => Some(std::path::PathBuf::from(
+            daemon.sessions.get(&id)?.cwd.clone(),
+        )),
+        (None, Some(cwd)) => {
+            let cwd = std::path::PathBuf::from(cwd);
+            Some(std::fs::canonicalize(&cwd).unwrap_or(cwd))
+        }
+        (None, None) => None,
+    };
+    let (resources, templates) = mcp.resources_seen(root.as_deref(), server);
+    Ok(McpResources {
+        resources: wire(resources),
+        templates: wire(templates),
+    })
 }
 
 pub async fn read(daemon: &Daemon, server: String, uri: String) -> RpcResult<McpReadResult> {

@@ -222,15 +222,12 @@ impl GeminidApiServer for RpcHandler {
     async fn delete_session(&self, session_id: String) -> RpcResult<Ack> {
         let root = self.session(&session_id)?.cwd.clone();
         self.daemon.sessions.delete(&session_id).await?;
-        // Its workspace stays a root of the MCP servers while another
-        // session has it.
+        // Its workspace stays a root of the MCP servers (and keeps the
+        // extensions' instances for it) while another session has it.
         if let Ok(sessions) = self.daemon.sessions.list()
             && !sessions.iter().any(|(record, _, _)| record.cwd == root)
         {
-            self.daemon
-                .discovery
-                .mcp
-                .root_closed(std::path::Path::new(&root));
+            self.daemon.workspace_closed(std::path::Path::new(&root));
         }
         Ok(Ack { ok: true })
     }
@@ -532,8 +529,19 @@ impl GeminidApiServer for RpcHandler {
     async fn mcp_resources(
         &self,
         server: Option<String>,
+        session_id: Option<String>,
+        cwd: Option<String>,
+        all: Option<bool>,
     ) -> RpcResult<geminid_protocol::mcp::McpResources> {
-        Ok(mcp_resources::list(&self.daemon, server.as_deref()))
+        mcp_resources::list(
+            &self.daemon,
+            mcp_resources::Asked {
+                server,
+                session_id,
+                cwd,
+                all: all.unwrap_or(false),
+            },
+        )
     }
 
     async fn mcp_read(

@@ -47,12 +47,33 @@ use super::settings::ServerConfig;
 use crate::tools::{McpViewTools, Tool, ToolRegistry};
 
 /// A server's key: its settings scope (`user`, `extensions`,
-/// `workspace:<root>`) and its name.
+/// `workspace:<root>`, `extensions:<root>`) and its name.
 pub type ServerKey = (String, String);
 
-/// The workspace root of a `workspace:<root>` scope.
+/// The scope prefix of an extension's server whose entry names
+/// `${workspacePath}`: one instance per workspace, `extensions:<root>`.
+pub const EXTENSION_WORKSPACE_PREFIX: &str = "extensions:";
+
+/// The workspace root of a `workspace:<root>` scope (the workspace's own
+/// settings).
 pub fn scope_root(scope: &str) -> Option<&Path> {
     scope.strip_prefix("workspace:").map(Path::new)
+}
+
+/// The workspace a server belongs to: its own settings' (`workspace:<root>`)
+/// or an extension's instance for it (`extensions:<root>`); `None` for a
+/// shared server (`user`, `extensions`).
+pub fn scope_workspace(scope: &str) -> Option<&Path> {
+    scope_root(scope).or_else(|| {
+        scope
+            .strip_prefix(EXTENSION_WORKSPACE_PREFIX)
+            .map(Path::new)
+    })
+}
+
+/// The scope of an extension's instance for the workspace at `root`.
+pub fn extension_workspace_scope(root: &Path) -> String {
+    format!("{EXTENSION_WORKSPACE_PREFIX}{}", root.display())
 }
 
 /// Receives `(server, scope, status, message)` on each status change that
@@ -269,11 +290,29 @@ impl McpManager {
     /// Whether the workspace at `root` has a server `name` of its own
     /// (which its sessions see instead of a shared one of that name).
     pub fn overrides(&self, root: &Path, name: &str) -> bool {
-        let scope = format!("workspace:{}", root.display());
+        let servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
+        [
+            format!("workspace:{}", root.display()),
+            extension_workspace_scope(root),
+        ]
+        .into_iter()
+        .any(|scope| servers.contains_key(&(scope, name.to_owned())))
+    }
+
+    /// Every scope some server has now.
+    pub fn scopes(&self) -> std::collections::BTreeSet<String> {
         self.servers
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .contains_key(&(scope, name.to_owned()))
+            .keys()
+            .map(|(scope, _)| scope.clone())
+            .collect()
+    }
+
+    /// The workspace roots sessions have open (until their last session
+    /// is deleted).
+    pub fn open_roots(&self) -> Vec<PathBuf> {
+        self.open_roots.borrow().keys().cloned().collect()
     }
 
     /// `name` as a session rooted at `root` sees it (every server when
@@ -302,6 +341,21 @@ impl McpManager {
     /// The resources of the servers a session rooted at `root` sees.
     pub fn resources_in(&self, root: &Path, server: Option<&str>) -> Vec<resources::Listed> {
         listed(&self.view(Some(root)), server, |s| s.resources())
+    }
+
+    /// The resources and resource templates of the servers a session
+    /// rooted at `root` sees (`None`: the shared ones), the same view as
+    /// the model's.
+    pub fn resources_seen(
+        &self,
+        root: Option<&Path>,
+        server: Option<&str>,
+    ) -> (Vec<resources::Listed>, Vec<resources::Listed>) {
+        let view = self.view(root);
+        (
+            listed(&view, server, |s| s.resources()),
+            listed(&view, server, |s| s.resource_templates()),
+        )
     }
 
     /// The resource templates of every server (or of `server`).
@@ -428,12 +482,12 @@ impl McpManager {
         for config in configs {
             let key = (config.scope.clone(), config.name.clone());
             let mut servers = self.servers.lock().unwrap_or_else(|e| e.into_inner());
-            let shared = scope_root(&config.scope).is_none();
+            let shared = scope_workspace(&config.scope).is_none();
             let taken = servers.contains_key(&key)
                 || (shared
-                    && servers
-                        .keys()
-                        .any(|(scope, name)| *name == config.name && scope_root(scope).is_none()));
+                    && servers.keys().any(|(scope, name)| {
+                        *name == config.name && scope_workspace(scope).is_none()
+                    }));
             if taken {
                 ignored.push(format!(
                     "MCP server {} ({}) ignored: the name is already configured",
@@ -612,13 +666,16 @@ impl McpManager {
         // where an extension's server is enabled otherwise than at home.
         let mut roots: std::collections::BTreeSet<PathBuf> = all
             .iter()
-            .filter_map(|s| scope_root(&s.config.scope).map(Path::to_path_buf))
+            .filter_map(|s| scope_workspace(&s.config.scope).map(Path::to_path_buf))
             .collect();
         let open = self.open_roots.borrow().clone();
         roots.extend(open.keys().filter(|r| enablement.differs(r)).cloned());
         let (shared, names) = named_view(&view_of(&all, None, &enablement), &taken);
         // A shared server's names are those of the shared view.
-        for server in all.iter().filter(|s| scope_root(&s.config.scope).is_none()) {
+        for server in all
+            .iter()
+            .filter(|s| scope_workspace(&s.config.scope).is_none())
+        {
             server.set_registered(
                 names
                     .get(&server.config.scope)
@@ -630,11 +687,13 @@ impl McpManager {
         let mut workspaces = BTreeMap::new();
         for root in roots {
             let (view, names) = named_view(&view_of(&all, Some(&root), &enablement), &taken);
-            let scope = format!("workspace:{}", root.display());
-            for server in all.iter().filter(|s| s.config.scope == scope) {
+            for server in all
+                .iter()
+                .filter(|s| scope_workspace(&s.config.scope) == Some(root.as_path()))
+            {
                 server.set_registered(
                     names
-                        .get(&scope)
+                        .get(&server.config.scope)
                         .and_then(|n| n.get(server.name()))
                         .cloned()
                         .unwrap_or_default(),
@@ -661,12 +720,26 @@ impl McpManager {
 }
 
 /// The servers of `all` a session rooted at `root` sees, in name order:
-/// the shared ones whose name its workspace does not have, and its
-/// workspace's own (`None`: the shared ones).
+/// its workspace's own (from its settings), then the extensions'
+/// instances for it (`${workspacePath}`), then the shared ones, each
+/// only for a name not seen yet (`None`: the shared ones).
 fn view_of(all: &[Arc<Server>], root: Option<&Path>, enablement: &Enablement) -> Vec<Arc<Server>> {
     let own = |s: &Arc<Server>| root.is_some_and(|root| scope_root(&s.config.scope) == Some(root));
     let mut view: Vec<Arc<Server>> = all.iter().filter(|s| own(s)).cloned().collect();
-    for server in all.iter().filter(|s| scope_root(&s.config.scope).is_none()) {
+    let instance = |s: &Arc<Server>| {
+        root.is_some_and(|root| {
+            scope_root(&s.config.scope).is_none() && scope_workspace(&s.config.scope) == Some(root)
+        })
+    };
+    for server in all.iter().filter(|s| instance(s)) {
+        if !view.iter().any(|v| v.name() == server.name()) {
+            view.push(server.clone());
+        }
+    }
+    for server in all
+        .iter()
+        .filter(|s| scope_workspace(&s.config.scope).is_none())
+    {
         if !enablement.shows(&server.config.scope, server.name(), root) {
             continue;
         }
@@ -730,6 +803,7 @@ fn listed(
         .flat_map(|s| {
             of(s).into_iter().map(|resource| resources::Listed {
                 server: s.name().to_owned(),
+                scope: s.config.scope.clone(),
                 resource,
             })
         })

@@ -10,6 +10,8 @@ use crate::tools::ContentPart;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Listed {
     pub server: String,
+    /// The server's scope (`user`, `workspace:<root>`, ...).
+    pub scope: String,
     /// The resource as `resources/list` gave it.
     pub resource: Value,
 }
@@ -118,10 +120,12 @@ mod tests {
         let listed = vec![
             Listed {
                 server: "ev".into(),
+                scope: "user".into(),
                 resource: json!({"uri": "test://1", "name": "One", "description": "first"}),
             },
             Listed {
                 server: "fs".into(),
+                scope: "user".into(),
                 resource: json!({"uri": "file:///a", "name": ""}),
             },
         ];

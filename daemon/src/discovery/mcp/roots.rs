@@ -72,12 +72,18 @@ impl RootsView {
 }
 
 const WORKSPACE: &str = "workspace:";
+/// An extension's instance for one workspace (`${workspacePath}`).
+const EXTENSION_WORKSPACE: &str = "extensions:";
 
 /// The roots of a server of `scope` (`user`, `extensions`,
-/// `workspace:<root>`) when `open` are the open workspaces: each once,
-/// workspace roots first.
+/// `workspace:<root>`, `extensions:<root>`) when `open` are the open
+/// workspaces: each once, workspace roots first. A server of one
+/// workspace is told only that one.
 pub fn roots_for(scope: &str, open: &Opened) -> Vec<PathBuf> {
-    let (roots, includes): (Vec<PathBuf>, Vec<PathBuf>) = match scope.strip_prefix(WORKSPACE) {
+    let own = scope
+        .strip_prefix(WORKSPACE)
+        .or_else(|| scope.strip_prefix(EXTENSION_WORKSPACE));
+    let (roots, includes): (Vec<PathBuf>, Vec<PathBuf>) = match own {
         Some(root) => {
             let root = PathBuf::from(root);
             let includes = open.get(&root).cloned().unwrap_or_default();
@@ -135,6 +141,7 @@ mod tests {
             vec![p("/w/b"), p("/lib"), p("/w/a")]
         );
         assert_eq!(roots_for("workspace:/w/c", &open), vec![p("/w/c")]);
+        assert_eq!(roots_for("extensions:/w/c", &open), vec![p("/w/c")]);
     }
 
     #[test]
