@@ -98,6 +98,22 @@ impl QuestionBook {
     pub fn first(&self) -> Option<&Open> {
         self.open.values().next()
     }
+
+    /// Every open question, oldest first.
+    pub fn all(&self) -> impl Iterator<Item = &Open> {
+        self.open.values()
+    }
+
+    pub fn get(&self, question_id: &str) -> Option<&Open> {
+        self.open.get(&order(question_id))
+    }
+
+    /// An answer given here was taken: the question is over for this
+    /// client at once, not only when its `questionClosed` arrives (a
+    /// front end asking its next question meanwhile would ask it again).
+    pub fn answered(&mut self, question_id: &str) {
+        self.open.remove(&order(question_id));
+    }
 }
 
 /// "accepted by gemctl (connection 3)", "declined: nobody can answer".

@@ -470,3 +470,70 @@ async fn attach_asks_field_by_field_and_the_other_terminal_sees_it_withdrawn() {
         "{sent}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_asks_field_by_field_and_withdraws_a_question_answered_elsewhere() {
+    use geminid_tests::fake_model::{FakeModel, gemini};
+    use geminid_tests::tmux::Tmux;
+    let fake = FakeModel::scripted(vec![
+        gemini::call_reply(&[("ask_user", ask_args())]),
+        gemini::answer(&["noted the answers"]),
+        gemini::call_reply(&[("ask_user", ask_args())]),
+        gemini::answer(&["the other client answered"]),
+    ])
+    .await;
+    let d = model_daemon(fake.base_url.as_str());
+    let c = d.client().await;
+    let sid = session_in(&c, &d.workspace, None, Some(true)).await;
+    let tmux = Tmux::new(d.dir.path());
+    tmux.start("a", &gemctl_command(&d, &format!("chat --session {sid}")));
+    tmux.wait_for("a", "gemctl chat session").await;
+
+    // The chat's own prompt asks; it is answered there, field by field.
+    tmux.line("a", "set it up");
+    let screen = tmux.wait_for("a", "number or text:").await;
+    assert!(screen.contains("? the model asks (q-"), "{screen}");
+    assert!(screen.contains("2. SQLite: small"), "{screen}");
+    tmux.line("a", "2");
+    tmux.wait_for("a", "Project name?").await;
+    tmux.line("a", "shop");
+    let screen = tmux.wait_for("a", "noted the answers").await;
+    // Answered here: it is not asked again, nor shown as withdrawn.
+    assert_eq!(screen.matches("? the model asks").count(), 1, "{screen}");
+    assert!(!screen.contains("↳"), "{screen}");
+    let sent = function_responses(&fake);
+    assert!(
+        sent.contains(r#"{\"answers\":{\"0\":\"SQLite\",\"1\":\"shop\"}}"#),
+        "{sent}"
+    );
+
+    // The next question is answered by another client first: the chat
+    // withdraws it, and its next line is a prompt again.
+    let mut sub = subscribe(&c, &sid).await;
+    tmux.line("a", "once more");
+    let (qid, _) = asked(&mut sub).await;
+    tmux.wait("a", "the second question", |s| {
+        s.matches("? the model asks").count() == 2
+    })
+    .await;
+    c.answer_question(
+        sid.clone(),
+        qid.clone(),
+        AnswerAction::Accept,
+        Some(json!({"0": "Postgres", "1": "elsewhere"})),
+    )
+    .await
+    .expect("answer");
+    let screen = tmux
+        .wait_for("a", &format!("↳ (question {qid} accepted by"))
+        .await;
+    assert!(!screen.contains("not accepted"), "{screen}");
+    tmux.wait_for("a", "the other client answered").await;
+    assert!(
+        function_responses(&fake).contains(r#"\"1\":\"elsewhere\""#),
+        "{}",
+        function_responses(&fake)
+    );
+    tmux.keys("a", &["C-d"]);
+    tmux.wait_for("a", "EXITED=0").await;
+}

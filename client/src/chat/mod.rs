@@ -593,10 +593,15 @@ impl Chat<'_> {
                 self.filling = None;
                 match self
                     .client
-                    .answer_question(self.session_id.clone(), question_id, action, content)
+                    .answer_question(
+                        self.session_id.clone(),
+                        question_id.clone(),
+                        action,
+                        content,
+                    )
                     .await
                 {
-                    Ok(_) => {}
+                    Ok(_) => self.questions.answered(&question_id),
                     Err(jsonrpsee::core::ClientError::Call(e)) => self
                         .view
                         .print(&s.red(&format!("  not accepted: {}", e.message()))),
