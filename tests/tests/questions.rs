@@ -537,3 +537,106 @@ async fn chat_asks_field_by_field_and_withdraws_a_question_answered_elsewhere() 
     tmux.keys("a", &["C-d"]);
     tmux.wait_for("a", "EXITED=0").await;
 }
+
+/// A daemon whose settings run the URL-mode elicitation server.
+fn url_server_daemon() -> TestDaemon {
+    let p = peers();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/py_url_server.py");
+    let mut d = TestDaemon::prepared(&[]);
+    let dir = d.home().join(".gemini");
+    std::fs::create_dir_all(&dir).expect("gemini dir");
+    std::fs::write(
+        dir.join("settings.json"),
+        json!({"mcpServers": {"web": {
+            "command": p.join(".venv/bin/python").display().to_string(),
+            "args": [script.display().to_string()],
+        }}})
+        .to_string(),
+    )
+    .expect("settings");
+    d.spawn();
+    d
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_elicitation_is_a_link_question_and_its_completion_an_event() {
+    let d = url_server_daemon();
+    let c = d.client().await;
+    connected(&c, &["web"]).await;
+    let sid = session_in(&c, &d.workspace, Some(ApprovalMode::Yolo), Some(true)).await;
+    let mut sub = subscribe(&c, &sid).await;
+
+    let call_id = start_call(&c, &sid, "web__login").await;
+    let (qid, payload) = asked(&mut sub).await;
+    let EventPayload::QuestionAsked {
+        url,
+        fields,
+        message,
+        call_id: of_call,
+        ..
+    } = payload
+    else {
+        unreachable!()
+    };
+    assert_eq!(
+        url.as_deref(),
+        Some("https://auth.example.test/login?state=abc")
+    );
+    assert!(fields.is_empty());
+    assert_eq!(message, "Sign in to Example to continue");
+    assert_eq!(of_call.as_deref(), Some(call_id.as_str()));
+    // A URL question takes no content.
+    let refused = c
+        .answer_question(
+            sid.clone(),
+            qid.clone(),
+            AnswerAction::Accept,
+            Some(json!({"password": "x"})),
+        )
+        .await
+        .expect_err("content for a link");
+    assert!(refused.to_string().contains("password"), "{refused}");
+    c.answer_question(sid.clone(), qid.clone(), AnswerAction::Accept, None)
+        .await
+        .expect("accept");
+    // The server then says the interaction is complete; the call ends
+    // with the server's reading of the answer.
+    let events = collect_until(&mut sub, |e| is_final(e, &call_id)).await;
+    let completed = events.iter().any(|e| {
+        matches!(&e.payload, EventPayload::ElicitationCompleted { question_id, server }
+            if *question_id == qid && server == "web")
+    });
+    let events = if completed {
+        events
+    } else {
+        // Notifications travel apart from the call's result.
+        collect_until(&mut sub, |e| {
+            matches!(&e.payload, EventPayload::ElicitationCompleted { question_id, .. } if *question_id == qid)
+        })
+        .await
+    };
+    assert!(!events.is_empty());
+    let mut replay = c
+        .subscribe_session(sid.clone(), Some(0))
+        .await
+        .expect("replay");
+    let (state, text) = final_text(&mut replay, &call_id).await;
+    assert_eq!(state, CallState::Success, "{text}");
+    assert!(text.contains("action=accept"), "{text}");
+
+    // Anything but an http(s) page is declined without asking anyone.
+    let odd = start_call(&c, &sid, "web__odd_login").await;
+    let events = collect_until(&mut sub, |e| is_final(e, &odd)).await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.payload, EventPayload::QuestionAsked { .. })),
+        "{events:?}"
+    );
+    let (state, text) = match &events.last().expect("final").payload {
+        EventPayload::ToolCall(call) => (call.state, call_text(call)),
+        _ => unreachable!(),
+    };
+    assert_eq!(state, CallState::Success, "{text}");
+    assert!(text.contains("action=decline"), "{text}");
+}

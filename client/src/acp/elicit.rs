@@ -93,6 +93,7 @@ mod tests {
             },
             message: "Who?".into(),
             fields: vec![field],
+            url: None,
         };
         let r = form_request("s1", &q);
         assert_eq!(r["toolCallId"], "call-2");

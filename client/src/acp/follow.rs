@@ -296,10 +296,14 @@ impl Follower {
         if self.elicited.contains_key(&q.question_id) {
             return;
         }
-        if !self.editor_asks.form {
-            return self
-                .decline_question(&q.question_id, &q.asked_by, &q.message)
-                .await;
+        // A URL-mode question is not sent on: declined, with the note.
+        let why = match (&q.url, self.editor_asks.form) {
+            (Some(_), _) => Some("gemctl acp does not send a link to open to the editor"),
+            (None, false) => Some("this editor offers no elicitation to ask it here"),
+            (None, true) => None,
+        };
+        if let Some(why) = why {
+            return self.decline_question(&q, why).await;
         }
         let params = elicit::form_request(&self.session_id, &q);
         let (request, answer) = self.peer.request("elicitation/create", params);
@@ -335,25 +339,21 @@ impl Follower {
     /// An editor that cannot show a question (it advertised no
     /// elicitation): it is declined at once, and the editor is told so in
     /// the agent's message, rather than left waiting for a timeout.
-    async fn decline_question(
-        &self,
-        question_id: &str,
-        asked_by: &geminid_protocol::question::QuestionAsker,
-        message: &str,
-    ) {
-        let who = crate::questions::asker_words(asked_by);
+    async fn decline_question(&self, q: &crate::questions::Open, why: &str) {
+        let who = crate::questions::asker_words(&q.asked_by);
+        let message = &q.message;
         let result = self
             .client
             .answer_question(
                 self.session_id.clone(),
-                question_id.to_owned(),
+                q.question_id.clone(),
                 geminid_protocol::question::AnswerAction::Decline,
                 None,
             )
             .await;
         let notice = match result {
             Ok(_) => format!(
-                "\n[geminid: {who} asked \"{message}\"; declined: this editor offers no elicitation to ask it here; to answer such questions, follow the session with `gemctl attach {}`]\n",
+                "\n[geminid: {who} asked \"{message}\"; declined: {why}; to answer such questions, follow the session with `gemctl attach {}`]\n",
                 self.session_id
             ),
             // Another client answered first, or it ended.

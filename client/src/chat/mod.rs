@@ -777,7 +777,9 @@ impl Chat<'_> {
                 self.view
                     .print(&s.cyan(&crate::cli::render::todos_text(todos)));
             }
-            EventPayload::QuestionAsked { .. } | EventPayload::QuestionClosed { .. } => {
+            EventPayload::QuestionAsked { .. }
+            | EventPayload::QuestionClosed { .. }
+            | EventPayload::ElicitationCompleted { .. } => {
                 if let Some(line) = crate::cli::render::question_line(&event.payload) {
                     self.view.print(&s.cyan(&line));
                 }

@@ -1,7 +1,8 @@
 //! A question the session asks while `mcp serve` runs one of its calls
 //! (an elicitation of a daemon-side MCP server, the model's `ask_user`):
 //! forwarded to the MCP client as a form elicitation when the client
-//! advertised `elicitation`, else declined at once; the client's answer
+//! advertised `elicitation` (a URL-mode question as a URL elicitation,
+//! when it advertised `url`), else declined at once; the client's answer
 //! goes back with `session.answer`.
 
 use geminid_protocol::api::GeminidApiClient;
@@ -89,16 +90,28 @@ pub(crate) async fn forward(
     question_id: String,
     message: String,
     fields: Vec<QuestionField>,
+    url: Option<String>,
 ) {
-    let supports = peer
+    let elicitation = peer
         .peer_info()
-        .is_some_and(|info| info.capabilities.elicitation.is_some());
+        .and_then(|info| info.capabilities.elicitation.clone());
+    let supports = match (&elicitation, &url) {
+        (None, _) => false,
+        (Some(modes), Some(_)) => modes.url.is_some(),
+        (Some(_), None) => true,
+    };
     let (action, content) = if !supports {
         (AnswerAction::Decline, None)
     } else {
-        let request = serde_json::from_value::<ElicitRequestParams>(json!({
-            "mode": "form", "message": message, "requestedSchema": schema_of(&fields)
-        }));
+        // The question's id names the URL elicitation (for its client).
+        let request = serde_json::from_value::<ElicitRequestParams>(match &url {
+            Some(url) => json!({
+                "mode": "url", "message": message, "url": url, "elicitationId": question_id
+            }),
+            None => json!({
+                "mode": "form", "message": message, "requestedSchema": schema_of(&fields)
+            }),
+        });
         match request {
             Err(e) => {
                 eprintln!("gemctl mcp serve: question {question_id} declined: its form: {e}");
