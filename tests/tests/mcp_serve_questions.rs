@@ -29,10 +29,40 @@ fn everything_daemon() -> TestDaemon {
     d
 }
 
+/// A daemon whose settings run the URL-mode elicitation server.
+fn url_server_daemon() -> TestDaemon {
+    let p = peers();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/py_url_server.py");
+    let mut d = TestDaemon::prepared(&[]);
+    let dir = d.home().join(".gemini");
+    std::fs::create_dir_all(&dir).expect("gemini dir");
+    std::fs::write(
+        dir.join("settings.json"),
+        json!({"mcpServers": {"web": {
+            "command": p.join(".venv/bin/python").display().to_string(),
+            "args": [script.display().to_string()],
+        }}})
+        .to_string(),
+    )
+    .expect("settings");
+    d.spawn();
+    d
+}
+
 /// Runs the repository's `py_client.py` (on the peers' Python SDK) against
 /// an interactive `gemctl mcp serve` session in yolo mode; its output.
 fn python_client(
     d: &TestDaemon,
+    legacy: bool,
+    elicit: Option<serde_json::Value>,
+) -> (bool, String) {
+    python_client_calls(d, ELICIT, legacy, elicit)
+}
+
+/// The same, calling `tool`.
+fn python_client_calls(
+    d: &TestDaemon,
+    tool: &str,
     legacy: bool,
     elicit: Option<serde_json::Value>,
 ) -> (bool, String) {
@@ -47,7 +77,7 @@ fn python_client(
         cmd.args(["--elicit", &content.to_string()]);
     }
     let out = cmd
-        .args([ELICIT, "{}", "--"])
+        .args([tool, "{}", "--"])
         .arg(gemctl_bin())
         .args(["--socket", &d.socket.display().to_string(), "mcp", "serve"])
         .args([
@@ -117,4 +147,22 @@ async fn a_question_of_the_served_call_is_the_clients_elicitation() {
     assert!(text.contains("protocol: 2026-07-28"), "{text}");
     assert!(!text.contains("elicitation: "), "{text}");
     assert!(text.contains("User declined"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_question_of_the_served_call_is_the_clients_url_elicitation() {
+    let d = url_server_daemon();
+    let c = d.client().await;
+    connected(&c, &["web"]).await;
+    let (ok, text) = python_client_calls(&d, "web__login", true, Some(json!({})));
+    assert!(ok, "{text}");
+    let asked = text
+        .lines()
+        .find_map(|l| l.strip_prefix("elicitation: "))
+        .unwrap_or_else(|| panic!("the client was asked: {text}"));
+    let asked: serde_json::Value = serde_json::from_str(asked).expect("JSON");
+    assert_eq!(asked["mode"], "url", "{asked}");
+    assert_eq!(asked["url"], "https://auth.example.test/login?state=abc");
+    assert_eq!(asked["message"], "Sign in to Example to continue");
+    assert!(text.contains("action=accept"), "{text}");
 }

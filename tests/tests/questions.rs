@@ -640,3 +640,32 @@ async fn a_url_elicitation_is_a_link_question_and_its_completion_an_event() {
     assert_eq!(state, CallState::Success, "{text}");
     assert!(text.contains("action=decline"), "{text}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attach_shows_a_links_host_and_takes_only_a_clear_yes() {
+    use geminid_tests::tmux::Tmux;
+    let d = url_server_daemon();
+    let c = d.client().await;
+    connected(&c, &["web"]).await;
+    let sid = session_in(&c, &d.workspace, Some(ApprovalMode::Yolo), Some(true)).await;
+    let tmux = Tmux::new(d.dir.path());
+    tmux.start("a", &gemctl_command(&d, &format!("attach {sid}")));
+    tmux.wait_for("a", "attached to").await;
+    let mut sub = subscribe(&c, &sid).await;
+    let call_id = start_call(&c, &sid, "web__login").await;
+    let screen = tmux.wait_for("a", "going there? [Y/d/c]:").await;
+    assert!(
+        screen.contains("URL:  https://auth.example.test/login?state=abc"),
+        "{screen}"
+    );
+    assert!(screen.contains("host: auth.example.test"), "{screen}");
+    assert!(screen.contains("geminid does not open it"), "{screen}");
+    tmux.line("a", "whatever");
+    tmux.wait_for("a", "answer y (or Enter), d or c").await;
+    tmux.line("a", "y");
+    let (state, text) = final_text(&mut sub, &call_id).await;
+    assert_eq!(state, CallState::Success, "{text}");
+    assert!(text.contains("action=accept"), "{text}");
+    tmux.wait_for("a", "says the interaction at its URL is complete")
+        .await;
+}
