@@ -226,3 +226,63 @@ async fn the_acp_sdk_client_answers_a_question_as_an_elicitation() {
         function_responses(&s.fake)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_question_open_when_an_editor_loads_the_session_is_asked_after_the_history() {
+    let s = Setup::new(vec![
+        gemini::call_reply(&[("ask_user", ask_args())]),
+        gemini::answer(&["Loaded and answered."]),
+    ])
+    .await;
+    // A terminal starts the turn; the question is open before any editor.
+    let terminal = s.d.client().await;
+    let session = session_in(&terminal, &s.d.workspace, None, Some(true)).await;
+    let mut events = terminal
+        .subscribe_session(session.clone(), Some(0))
+        .await
+        .unwrap();
+    terminal
+        .prompt(session.clone(), "set it up".into())
+        .await
+        .expect("prompt");
+    collect_until(&mut events, |e| {
+        matches!(
+            e.payload,
+            geminid_protocol::EventPayload::QuestionAsked { .. }
+        )
+    })
+    .await;
+
+    let mut agent = s.agent_with(json!({"elicitation": {"form": {}}})).await;
+    let id = agent
+        .request(
+            "session/load",
+            json!({"sessionId": session, "cwd": s.ws(), "mcpServers": []}),
+        )
+        .await;
+    let seen = agent.until(|m| is_request(m, "elicitation/create")).await;
+    let loaded = seen
+        .iter()
+        .position(|m| is_response(m, id))
+        .expect("session/load answered before the question");
+    assert!(loaded < seen.len() - 1);
+    let ask = seen.last().unwrap().clone();
+    agent
+        .respond(
+            &ask["id"],
+            json!({"action": "accept", "content": {"0": "Postgres", "1": "loaded"}}),
+        )
+        .await;
+    collect_until(&mut events, |e| {
+        matches!(
+            e.payload,
+            geminid_protocol::EventPayload::TurnFinished { .. }
+        )
+    })
+    .await;
+    assert!(
+        function_responses(&s.fake).contains(r#"\"1\":\"loaded\""#),
+        "{}",
+        function_responses(&s.fake)
+    );
+}
