@@ -18,6 +18,8 @@ pub(crate) struct Open {
     pub asked_by: QuestionAsker,
     pub message: String,
     pub fields: Vec<QuestionField>,
+    /// A URL-mode question's link (no fields).
+    pub url: Option<String>,
 }
 
 /// The open questions of a session, oldest first.
@@ -49,6 +51,7 @@ impl QuestionBook {
                 asked_by,
                 message,
                 fields,
+                url,
                 ..
             } => {
                 self.open.insert(
@@ -59,6 +62,7 @@ impl QuestionBook {
                         asked_by: asked_by.clone(),
                         message: message.clone(),
                         fields: fields.clone(),
+                        url: url.clone(),
                     },
                 );
                 None
@@ -98,6 +102,22 @@ impl QuestionBook {
     pub fn first(&self) -> Option<&Open> {
         self.open.values().next()
     }
+
+    /// Every open question, oldest first.
+    pub fn all(&self) -> impl Iterator<Item = &Open> {
+        self.open.values()
+    }
+
+    pub fn get(&self, question_id: &str) -> Option<&Open> {
+        self.open.get(&order(question_id))
+    }
+
+    /// An answer given here was taken: the question is over for this
+    /// client at once, not only when its `questionClosed` arrives (a
+    /// front end asking its next question meanwhile would ask it again).
+    pub fn answered(&mut self, question_id: &str) {
+        self.open.remove(&order(question_id));
+    }
 }
 
 /// "accepted by gemctl (connection 3)", "declined: nobody can answer".
@@ -122,8 +142,32 @@ pub(crate) fn asker_words(asked_by: &QuestionAsker) -> String {
     }
 }
 
+/// Where a URL leads: its host (and port), with any `user@` part kept
+/// in view, since `https://bank.example@evil.example/` goes to
+/// `evil.example`. What cannot be read is said so.
+pub(crate) fn url_host(url: &str) -> String {
+    let Some((_, rest)) = url.split_once("://") else {
+        return "(no host: not a URL)".into();
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    match authority.rsplit_once('@') {
+        Some((user, host)) => format!("{host} (after a `{user}@` part: the host is {host})"),
+        None if authority.is_empty() => "(no host)".into(),
+        None => authority.to_owned(),
+    }
+}
+
 /// The question's head: who asks and what.
 pub(crate) fn heading(q: &Open) -> String {
+    if let Some(url) = &q.url {
+        return format!(
+            "? {} asks you to open a page ({}): {}\n  URL:  {url}\n  host: {}\n  (geminid does not open it: open it yourself if you trust that host; Enter or `y` accepts, `d` declines, `c` cancels)",
+            asker_words(&q.asked_by),
+            q.question_id,
+            q.message,
+            url_host(url),
+        );
+    }
     format!(
         "? {} asks ({}): {}\n  (Enter takes the default shown in [ ]; `d` declines, `c` cancels)",
         asker_words(&q.asked_by),
@@ -206,6 +250,7 @@ impl Filling {
         };
         let prompt = match q.fields.first() {
             Some(f) => field_prompt(f),
+            None if q.url.is_some() => "  going there? [Y/d/c]: ".into(),
             None => "  accept? [Y/d/c]: ".into(),
         };
         (filling, prompt)
@@ -217,6 +262,10 @@ impl Filling {
             "d" | "decline" => return Step::Done(AnswerAction::Decline, None),
             "c" | "cancel" => return Step::Done(AnswerAction::Cancel, None),
             _ => {}
+        }
+        if self.fields.is_empty() && !matches!(line, "" | "y" | "yes") {
+            // A link or a plain confirmation: only a clear yes accepts.
+            return Step::Again("  answer y (or Enter), d or c: ".into());
         }
         if let Some(field) = self.fields.get(self.at) {
             match parse_line(field, line) {
@@ -312,6 +361,7 @@ mod tests {
             call_id: None,
             asked_by: QuestionAsker::Model,
             message: "who?".into(),
+            url: None,
             fields: vec![
                 field(json!({"name": "name", "type": "string", "required": true})),
                 field(json!({"name": "n", "type": "integer", "required": false, "default": 42})),
@@ -333,6 +383,43 @@ mod tests {
                 AnswerAction::Accept,
                 Some(json!({"name": "Ada", "n": 42, "pet": "pet-2", "ok": true}))
             )
+        );
+        let (mut f, _) = Filling::start(&q);
+        assert_eq!(f.take("d"), Step::Done(AnswerAction::Decline, None));
+    }
+}
+
+#[cfg(test)]
+mod url_tests {
+    use super::*;
+
+    #[test]
+    fn a_links_host_is_shown_and_only_a_clear_yes_accepts() {
+        assert_eq!(
+            url_host("https://example.com:8443/a?b#c"),
+            "example.com:8443"
+        );
+        assert!(url_host("https://bank.example@evil.example/login").starts_with("evil.example"));
+        assert!(url_host("nonsense").contains("not a URL"));
+        let q = Open {
+            question_id: "q-1".into(),
+            call_id: None,
+            asked_by: QuestionAsker::Mcp { server: "s".into() },
+            message: "Log in".into(),
+            fields: Vec::new(),
+            url: Some("https://auth.example/x".into()),
+        };
+        assert!(
+            heading(&q).contains("host: auth.example"),
+            "{}",
+            heading(&q)
+        );
+        let (mut f, prompt) = Filling::start(&q);
+        assert!(prompt.contains("going there?"));
+        assert!(matches!(f.take("sure"), Step::Again(_)));
+        assert_eq!(
+            f.take("y"),
+            Step::Done(AnswerAction::Accept, Some(Value::Object(Map::new())))
         );
         let (mut f, _) = Filling::start(&q);
         assert_eq!(f.take("d"), Step::Done(AnswerAction::Decline, None));

@@ -199,6 +199,11 @@ pub enum EventPayload {
         fields: Vec<crate::question::QuestionField>,
         /// Seconds until it ends as `cancel` unanswered.
         timeout_secs: u64,
+        /// A URL-mode elicitation: the page the server wants the person
+        /// to open themselves (no `fields`; `accept` means they agree to go
+        /// there). Shown verbatim; geminid never opens it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        url: Option<String>,
     },
     /// A question ended: answered (`by` names the client), declined at
     /// once (nobody to ask), timed out or cancelled with its call.
@@ -231,6 +236,11 @@ pub enum EventPayload {
     /// `mcp.subscribe`.
     #[serde(rename_all = "camelCase")]
     McpResourceUpdated { server: String, uri: String },
+    /// The server of a URL-mode question said the interaction at its URL
+    /// is finished (`notifications/elicitation/complete`): the call that
+    /// waited on it may go on.
+    #[serde(rename_all = "camelCase")]
+    ElicitationCompleted { question_id: String, server: String },
 }
 
 /// The final notification of a subscription the daemon ends itself (the

@@ -470,3 +470,202 @@ async fn attach_asks_field_by_field_and_the_other_terminal_sees_it_withdrawn() {
         "{sent}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_asks_field_by_field_and_withdraws_a_question_answered_elsewhere() {
+    use geminid_tests::fake_model::{FakeModel, gemini};
+    use geminid_tests::tmux::Tmux;
+    let fake = FakeModel::scripted(vec![
+        gemini::call_reply(&[("ask_user", ask_args())]),
+        gemini::answer(&["noted the answers"]),
+        gemini::call_reply(&[("ask_user", ask_args())]),
+        gemini::answer(&["the other client answered"]),
+    ])
+    .await;
+    let d = model_daemon(fake.base_url.as_str());
+    let c = d.client().await;
+    let sid = session_in(&c, &d.workspace, None, Some(true)).await;
+    let tmux = Tmux::new(d.dir.path());
+    tmux.start("a", &gemctl_command(&d, &format!("chat --session {sid}")));
+    tmux.wait_for("a", "gemctl chat session").await;
+
+    // The chat's own prompt asks; it is answered there, field by field.
+    tmux.line("a", "set it up");
+    let screen = tmux.wait_for("a", "number or text:").await;
+    assert!(screen.contains("? the model asks (q-"), "{screen}");
+    assert!(screen.contains("2. SQLite: small"), "{screen}");
+    tmux.line("a", "2");
+    tmux.wait_for("a", "Project name?").await;
+    tmux.line("a", "shop");
+    let screen = tmux.wait_for("a", "noted the answers").await;
+    // Answered here: it is not asked again, nor shown as withdrawn.
+    assert_eq!(screen.matches("? the model asks").count(), 1, "{screen}");
+    assert!(!screen.contains("↳"), "{screen}");
+    let sent = function_responses(&fake);
+    assert!(
+        sent.contains(r#"{\"answers\":{\"0\":\"SQLite\",\"1\":\"shop\"}}"#),
+        "{sent}"
+    );
+
+    // The next question is answered by another client first: the chat
+    // withdraws it, and its next line is a prompt again.
+    let mut sub = subscribe(&c, &sid).await;
+    tmux.line("a", "once more");
+    let (qid, _) = asked(&mut sub).await;
+    tmux.wait("a", "the second question", |s| {
+        s.matches("? the model asks").count() == 2
+    })
+    .await;
+    c.answer_question(
+        sid.clone(),
+        qid.clone(),
+        AnswerAction::Accept,
+        Some(json!({"0": "Postgres", "1": "elsewhere"})),
+    )
+    .await
+    .expect("answer");
+    let screen = tmux
+        .wait_for("a", &format!("↳ (question {qid} accepted by"))
+        .await;
+    assert!(!screen.contains("not accepted"), "{screen}");
+    tmux.wait_for("a", "the other client answered").await;
+    assert!(
+        function_responses(&fake).contains(r#"\"1\":\"elsewhere\""#),
+        "{}",
+        function_responses(&fake)
+    );
+    tmux.keys("a", &["C-d"]);
+    tmux.wait_for("a", "EXITED=0").await;
+}
+
+/// A daemon whose settings run the URL-mode elicitation server.
+fn url_server_daemon() -> TestDaemon {
+    let p = peers();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/py_url_server.py");
+    let mut d = TestDaemon::prepared(&[]);
+    let dir = d.home().join(".gemini");
+    std::fs::create_dir_all(&dir).expect("gemini dir");
+    std::fs::write(
+        dir.join("settings.json"),
+        json!({"mcpServers": {"web": {
+            "command": p.join(".venv/bin/python").display().to_string(),
+            "args": [script.display().to_string()],
+        }}})
+        .to_string(),
+    )
+    .expect("settings");
+    d.spawn();
+    d
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_elicitation_is_a_link_question_and_its_completion_an_event() {
+    let d = url_server_daemon();
+    let c = d.client().await;
+    connected(&c, &["web"]).await;
+    let sid = session_in(&c, &d.workspace, Some(ApprovalMode::Yolo), Some(true)).await;
+    let mut sub = subscribe(&c, &sid).await;
+
+    let call_id = start_call(&c, &sid, "web__login").await;
+    let (qid, payload) = asked(&mut sub).await;
+    let EventPayload::QuestionAsked {
+        url,
+        fields,
+        message,
+        call_id: of_call,
+        ..
+    } = payload
+    else {
+        unreachable!()
+    };
+    assert_eq!(
+        url.as_deref(),
+        Some("https://auth.example.test/login?state=abc")
+    );
+    assert!(fields.is_empty());
+    assert_eq!(message, "Sign in to Example to continue");
+    assert_eq!(of_call.as_deref(), Some(call_id.as_str()));
+    // A URL question takes no content.
+    let refused = c
+        .answer_question(
+            sid.clone(),
+            qid.clone(),
+            AnswerAction::Accept,
+            Some(json!({"password": "x"})),
+        )
+        .await
+        .expect_err("content for a link");
+    assert!(refused.to_string().contains("password"), "{refused}");
+    c.answer_question(sid.clone(), qid.clone(), AnswerAction::Accept, None)
+        .await
+        .expect("accept");
+    // The server then says the interaction is complete; the call ends
+    // with the server's reading of the answer.
+    let events = collect_until(&mut sub, |e| is_final(e, &call_id)).await;
+    let completed = events.iter().any(|e| {
+        matches!(&e.payload, EventPayload::ElicitationCompleted { question_id, server }
+            if *question_id == qid && server == "web")
+    });
+    let events = if completed {
+        events
+    } else {
+        // Notifications travel apart from the call's result.
+        collect_until(&mut sub, |e| {
+            matches!(&e.payload, EventPayload::ElicitationCompleted { question_id, .. } if *question_id == qid)
+        })
+        .await
+    };
+    assert!(!events.is_empty());
+    let mut replay = c
+        .subscribe_session(sid.clone(), Some(0))
+        .await
+        .expect("replay");
+    let (state, text) = final_text(&mut replay, &call_id).await;
+    assert_eq!(state, CallState::Success, "{text}");
+    assert!(text.contains("action=accept"), "{text}");
+
+    // Anything but an http(s) page is declined without asking anyone.
+    let odd = start_call(&c, &sid, "web__odd_login").await;
+    let events = collect_until(&mut sub, |e| is_final(e, &odd)).await;
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e.payload, EventPayload::QuestionAsked { .. })),
+        "{events:?}"
+    );
+    let (state, text) = match &events.last().expect("final").payload {
+        EventPayload::ToolCall(call) => (call.state, call_text(call)),
+        _ => unreachable!(),
+    };
+    assert_eq!(state, CallState::Success, "{text}");
+    assert!(text.contains("action=decline"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attach_shows_a_links_host_and_takes_only_a_clear_yes() {
+    use geminid_tests::tmux::Tmux;
+    let d = url_server_daemon();
+    let c = d.client().await;
+    connected(&c, &["web"]).await;
+    let sid = session_in(&c, &d.workspace, Some(ApprovalMode::Yolo), Some(true)).await;
+    let tmux = Tmux::new(d.dir.path());
+    tmux.start("a", &gemctl_command(&d, &format!("attach {sid}")));
+    tmux.wait_for("a", "attached to").await;
+    let mut sub = subscribe(&c, &sid).await;
+    let call_id = start_call(&c, &sid, "web__login").await;
+    let screen = tmux.wait_for("a", "going there? [Y/d/c]:").await;
+    assert!(
+        screen.contains("URL:  https://auth.example.test/login?state=abc"),
+        "{screen}"
+    );
+    assert!(screen.contains("host: auth.example.test"), "{screen}");
+    assert!(screen.contains("geminid does not open it"), "{screen}");
+    tmux.line("a", "whatever");
+    tmux.wait_for("a", "answer y (or Enter), d or c").await;
+    tmux.line("a", "y");
+    let (state, text) = final_text(&mut sub, &call_id).await;
+    assert_eq!(state, CallState::Success, "{text}");
+    assert!(text.contains("action=accept"), "{text}");
+    tmux.wait_for("a", "says the interaction at its URL is complete")
+        .await;
+}

@@ -2,7 +2,9 @@
 //! `session/update` notifications, a `turnFinished` answers the
 //! `session/prompt` that queued the turn, a call awaiting approval becomes a
 //! `session/request_permission` (withdrawn when a terminal answers first),
-//! and after `session/load` the history is replayed before the answer.
+//! a question an `elicitation/create` when the editor can show one (else
+//! declined with a note), and after `session/load` the history is
+//! replayed before the answer.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
@@ -13,6 +15,7 @@ use geminid_protocol::tool::{CallState, ToolCallSnapshot};
 use serde_json::{Value, json};
 
 use super::convert;
+use super::elicit::{self, EditorAsks};
 use super::rpc::{Peer, code, daemon_error};
 use crate::Client;
 
@@ -28,6 +31,12 @@ struct Shared {
     turns: HashMap<String, TurnWait>,
     /// Prompts sent from here whose `userMessage` is not echoed back.
     own_texts: Vec<String>,
+}
+
+/// The editor: where its messages go, and how it can be asked.
+pub struct Editor {
+    pub peer: Arc<Peer>,
+    pub asks: EditorAsks,
 }
 
 /// One followed session.
@@ -53,7 +62,7 @@ impl Follow {
     /// `history_end` have been sent.
     pub fn start(
         client: Arc<Client>,
-        peer: Arc<Peer>,
+        editor: Editor,
         session_id: String,
         cwd: String,
         since: u64,
@@ -68,7 +77,7 @@ impl Follow {
         });
         let task = Follower {
             client,
-            peer,
+            peer: editor.peer,
             follow: Arc::downgrade(&follow),
             session_id: follow.session_id.clone(),
             cwd: follow.cwd.clone(),
@@ -79,6 +88,9 @@ impl Follow {
             awaiting: BTreeMap::new(),
             asked: HashMap::new(),
             kinds: HashMap::new(),
+            editor_asks: editor.asks,
+            questions: Default::default(),
+            elicited: HashMap::new(),
         };
         let handle = tokio::spawn(task.run(since));
         *follow.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
@@ -145,6 +157,12 @@ struct Follower {
     asked: HashMap<String, u64>,
     /// Daemon tool kinds by tool name.
     kinds: HashMap<String, String>,
+    /// How the editor can be asked a question.
+    editor_asks: EditorAsks,
+    /// The session's open questions.
+    questions: crate::questions::QuestionBook,
+    /// `elicitation/create` requests sent, by question id.
+    elicited: HashMap<String, u64>,
 }
 
 impl Follower {
@@ -213,6 +231,10 @@ impl Follower {
         for call in waiting {
             self.ask(&call);
         }
+        let open: Vec<crate::questions::Open> = self.questions.all().cloned().collect();
+        for question in open {
+            self.put_question(question).await;
+        }
     }
 
     /// `available_commands_update` with the prompts offered now.
@@ -222,6 +244,12 @@ impl Follower {
     }
 
     async fn on_event(&mut self, event: &SessionEvent) {
+        if let Some(closed) = self.questions.observe(&event.payload)
+            && let Some(request) = self.elicited.remove(&closed.question_id)
+        {
+            // Answered elsewhere, or ended: withdraw the editor's form.
+            self.peer.cancel_request(request);
+        }
         match &event.payload {
             // A server came or went: its prompts with it.
             EventPayload::McpServerStatus { .. } if self.replayed => {
@@ -251,38 +279,81 @@ impl Follower {
             EventPayload::ApprovalModeChanged { approval_mode } => self.update(
                 json!({"sessionUpdate": "current_mode_update", "currentModeId": approval_mode.as_str()}),
             ),
-            EventPayload::QuestionAsked {
-                question_id,
-                asked_by,
-                message,
-                ..
-            } if self.replayed => self.decline_question(question_id, asked_by, message).await,
+            EventPayload::QuestionAsked { question_id, .. } if self.replayed => {
+                if let Some(question) = self.questions.get(question_id).cloned() {
+                    self.put_question(question).await;
+                }
+            }
             _ => {}
         }
     }
 
-    /// ACP has no way to put a question (an elicitation, `ask_user`) to
-    /// the editor's user: it is declined at once, and the editor is told
-    /// so in the agent's message, rather than left waiting for a timeout.
-    async fn decline_question(
-        &self,
-        question_id: &str,
-        asked_by: &geminid_protocol::question::QuestionAsker,
-        message: &str,
-    ) {
-        let who = crate::questions::asker_words(asked_by);
+    /// Puts a question to the editor as an `elicitation/create` when it
+    /// advertised form elicitation; its answer goes back with
+    /// `session.answer` (refused harmlessly when another client answered
+    /// first). Else it is declined.
+    async fn put_question(&mut self, q: crate::questions::Open) {
+        if self.elicited.contains_key(&q.question_id) {
+            return;
+        }
+        // A URL-mode question is not sent on: declined, with the note.
+        let why = match (&q.url, self.editor_asks.form) {
+            (Some(_), _) => Some("gemctl acp does not send a link to open to the editor"),
+            (None, false) => Some("this editor offers no elicitation to ask it here"),
+            (None, true) => None,
+        };
+        if let Some(why) = why {
+            return self.decline_question(&q, why).await;
+        }
+        let params = elicit::form_request(&self.session_id, &q);
+        let (request, answer) = self.peer.request("elicitation/create", params);
+        self.elicited.insert(q.question_id.clone(), request);
+        let client = self.client.clone();
+        let session_id = self.session_id.clone();
+        tokio::spawn(async move {
+            // Withdrawn (answered elsewhere) or the editor went away.
+            let Ok(answer) = answer.await else {
+                return;
+            };
+            if answer
+                .as_ref()
+                .err()
+                .is_some_and(|e| e["message"] == "withdrawn")
+            {
+                return;
+            }
+            let (action, content) = elicit::answer_of(&answer);
+            if let Err(e) = client
+                .answer_question(session_id, q.question_id.clone(), action, content)
+                .await
+            {
+                eprintln!(
+                    "gemctl acp: session.answer for {} failed: {}",
+                    q.question_id,
+                    daemon_error(&e).1
+                );
+            }
+        });
+    }
+
+    /// An editor that cannot show a question (it advertised no
+    /// elicitation): it is declined at once, and the editor is told so in
+    /// the agent's message, rather than left waiting for a timeout.
+    async fn decline_question(&self, q: &crate::questions::Open, why: &str) {
+        let who = crate::questions::asker_words(&q.asked_by);
+        let message = &q.message;
         let result = self
             .client
             .answer_question(
                 self.session_id.clone(),
-                question_id.to_owned(),
+                q.question_id.clone(),
                 geminid_protocol::question::AnswerAction::Decline,
                 None,
             )
             .await;
         let notice = match result {
             Ok(_) => format!(
-                "\n[geminid: {who} asked \"{message}\"; declined: ACP offers no way to ask it here; to answer such questions, follow the session with `gemctl attach {}`]\n",
+                "\n[geminid: {who} asked \"{message}\"; declined: {why}; to answer such questions, follow the session with `gemctl attach {}`]\n",
                 self.session_id
             ),
             // Another client answered first, or it ended.

@@ -9,6 +9,7 @@
 mod auth;
 mod commands;
 mod convert;
+mod elicit;
 mod follow;
 mod rpc;
 
@@ -53,6 +54,7 @@ pub async fn run(socket: &Path) -> Outcome {
         client,
         peer: peer.clone(),
         sessions: Mutex::new(HashMap::new()),
+        asks: Mutex::new(elicit::EditorAsks::default()),
     });
     let mut stdin = BufReader::new(tokio::io::stdin()).lines();
     loop {
@@ -118,6 +120,8 @@ struct Agent {
     peer: Arc<Peer>,
     /// Followed sessions by id.
     sessions: Mutex<HashMap<String, Arc<Follow>>>,
+    /// How the editor can be asked questions (from `initialize`).
+    asks: Mutex<elicit::EditorAsks>,
 }
 
 /// A request's failure: a JSON-RPC error code and message.
@@ -136,7 +140,11 @@ fn str_param<'a>(params: &'a Value, name: &str) -> Result<&'a str, Refusal> {
 impl Agent {
     async fn request(&self, method: &str, id: Value, params: Value) {
         let answered = match method {
-            "initialize" => Ok(Some(initialize())),
+            "initialize" => {
+                *self.asks.lock().unwrap_or_else(|e| e.into_inner()) =
+                    elicit::EditorAsks::from_initialize(&params);
+                Ok(Some(initialize()))
+            }
             "authenticate" => self.authenticate(&params).await.map(Some),
             "session/new" => self.new_session(&params).await.map(Some),
             "session/load" => self.load_session(&params, id.clone()).await.map(|()| None),
@@ -203,7 +211,10 @@ impl Agent {
     ) {
         let follow = Follow::start(
             self.client.clone(),
-            self.peer.clone(),
+            follow::Editor {
+                peer: self.peer.clone(),
+                asks: *self.asks.lock().unwrap_or_else(|e| e.into_inner()),
+            },
             session_id.to_owned(),
             cwd.to_owned(),
             since,

@@ -607,10 +607,15 @@ impl Chat<'_> {
                 self.filling = None;
                 match self
                     .client
-                    .answer_question(self.session_id.clone(), question_id, action, content)
+                    .answer_question(
+                        self.session_id.clone(),
+                        question_id.clone(),
+                        action,
+                        content,
+                    )
                     .await
                 {
-                    Ok(_) => {}
+                    Ok(_) => self.questions.answered(&question_id),
                     Err(jsonrpsee::core::ClientError::Call(e)) => self
                         .view
                         .print(&s.red(&format!("  not accepted: {}", e.message()))),
@@ -789,7 +794,9 @@ impl Chat<'_> {
                 self.view
                     .print(&s.cyan(&crate::cli::render::todos_text(todos)));
             }
-            EventPayload::QuestionAsked { .. } | EventPayload::QuestionClosed { .. } => {
+            EventPayload::QuestionAsked { .. }
+            | EventPayload::QuestionClosed { .. }
+            | EventPayload::ElicitationCompleted { .. } => {
                 if let Some(line) = crate::cli::render::question_line(&event.payload) {
                     self.view.print(&s.cyan(&line));
                 }

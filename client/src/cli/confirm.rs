@@ -135,14 +135,20 @@ impl Prompter {
                 Step::Done(action, content) => {
                     let question_id = filling.question_id.clone();
                     self.filling = None;
-                    if let Err(e) = client
-                        .answer_question(self.session_id.clone(), question_id, action, content)
+                    match client
+                        .answer_question(
+                            self.session_id.clone(),
+                            question_id.clone(),
+                            action,
+                            content,
+                        )
                         .await
                     {
-                        eprintln!(
+                        Ok(_) => self.questions.answered(&question_id),
+                        Err(e) => eprintln!(
                             "  not accepted: {}",
                             crate::command::Failure::from(e).message
-                        );
+                        ),
                     }
                 }
             }

@@ -251,9 +251,9 @@ pub fn event_line(event: &SessionEvent) -> Option<String> {
         EventPayload::PromptReferences { read, skipped, .. } => references_line(read, skipped),
         EventPayload::TodosUpdated { todos } => todos_text(todos),
         EventPayload::HookRun { .. } => crate::command::hook_run_line(&event.payload)?,
-        EventPayload::QuestionAsked { .. } | EventPayload::QuestionClosed { .. } => {
-            question_line(&event.payload)?
-        }
+        EventPayload::QuestionAsked { .. }
+        | EventPayload::QuestionClosed { .. }
+        | EventPayload::ElicitationCompleted { .. } => question_line(&event.payload)?,
         EventPayload::McpSampling { .. } => crate::command::sampling_line(&event.payload),
         EventPayload::McpResourceUpdated { server, uri } => {
             format!("mcp resource updated: {server}:{uri}")
@@ -301,6 +301,17 @@ pub fn question_line(payload: &EventPayload) -> Option<String> {
             question_id,
             asked_by,
             message,
+            url: Some(url),
+            ..
+        } => Some(format!(
+            "question {question_id} from {}: {message} (open {url} yourself, host {}; accept or decline with `session.answer`)",
+            asker_words(asked_by),
+            crate::questions::url_host(url)
+        )),
+        EventPayload::QuestionAsked {
+            question_id,
+            asked_by,
+            message,
             fields,
             ..
         } => Some(format!(
@@ -316,6 +327,12 @@ pub fn question_line(payload: &EventPayload) -> Option<String> {
         } => Some(format!(
             "question {question_id} {}",
             closed_words(*action, by.as_deref(), reason.as_deref())
+        )),
+        EventPayload::ElicitationCompleted {
+            question_id,
+            server,
+        } => Some(format!(
+            "question {question_id}: MCP server {server} says the interaction at its URL is complete"
         )),
         _ => None,
     }

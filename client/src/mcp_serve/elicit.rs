@@ -1,7 +1,8 @@
 //! A question the session asks while `mcp serve` runs one of its calls
 //! (an elicitation of a daemon-side MCP server, the model's `ask_user`):
 //! forwarded to the MCP client as a form elicitation when the client
-//! advertised `elicitation`, else declined at once; the client's answer
+//! advertised `elicitation` (a URL-mode question as a URL elicitation,
+//! when it advertised `url`), else declined at once; the client's answer
 //! goes back with `session.answer`.
 
 use geminid_protocol::api::GeminidApiClient;
@@ -54,8 +55,8 @@ pub(crate) fn schema_of(fields: &[QuestionField]) -> Value {
         }
         for (key, value) in [
             ("format", f.format.as_ref().map(|v| json!(v))),
-            ("minimum", f.minimum.map(|v| json!(v))),
-            ("maximum", f.maximum.map(|v| json!(v))),
+            ("minimum", f.minimum.map(|v| bound(&f.kind, v))),
+            ("maximum", f.maximum.map(|v| bound(&f.kind, v))),
             ("default", f.default.clone()),
         ] {
             if let Some(value) = value {
@@ -70,6 +71,17 @@ pub(crate) fn schema_of(fields: &[QuestionField]) -> Value {
     json!({"type": "object", "properties": properties, "required": required})
 }
 
+/// A number field's bound as its schema states it: an integer field's as
+/// an integer (`1`, not `1.0`, which a client reading the restricted
+/// schema strictly refuses).
+fn bound(kind: &str, v: f64) -> Value {
+    if kind == "integer" && v.fract() == 0.0 && v.abs() < 9.0e15 {
+        json!(v as i64)
+    } else {
+        json!(v)
+    }
+}
+
 /// Asks the MCP client (or declines) and answers the session's question.
 pub(crate) async fn forward(
     client: std::sync::Arc<Client>,
@@ -78,16 +90,28 @@ pub(crate) async fn forward(
     question_id: String,
     message: String,
     fields: Vec<QuestionField>,
+    url: Option<String>,
 ) {
-    let supports = peer
+    let elicitation = peer
         .peer_info()
-        .is_some_and(|info| info.capabilities.elicitation.is_some());
+        .and_then(|info| info.capabilities.elicitation.clone());
+    let supports = match (&elicitation, &url) {
+        (None, _) => false,
+        (Some(modes), Some(_)) => modes.url.is_some(),
+        (Some(_), None) => true,
+    };
     let (action, content) = if !supports {
         (AnswerAction::Decline, None)
     } else {
-        let request = serde_json::from_value::<ElicitRequestParams>(json!({
-            "mode": "form", "message": message, "requestedSchema": schema_of(&fields)
-        }));
+        // The question's id names the URL elicitation (for its client).
+        let request = serde_json::from_value::<ElicitRequestParams>(match &url {
+            Some(url) => json!({
+                "mode": "url", "message": message, "url": url, "elicitationId": question_id
+            }),
+            None => json!({
+                "mode": "form", "message": message, "requestedSchema": schema_of(&fields)
+            }),
+        });
         match request {
             Err(e) => {
                 eprintln!("gemctl mcp serve: question {question_id} declined: its form: {e}");
@@ -113,5 +137,33 @@ pub(crate) async fn forward(
         .await
     {
         eprintln!("gemctl mcp serve: answering question {question_id}: {e}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_field_kind_makes_a_schema_the_mcp_types_accept() {
+        let fields: Vec<QuestionField> = serde_json::from_value(json!([
+            {"name": "name", "type": "string", "required": true, "format": "email"},
+            {"name": "n", "type": "integer", "required": false, "minimum": 1.0, "maximum": 100.0, "default": 42},
+            {"name": "x", "type": "number", "required": false, "minimum": 0.5},
+            {"name": "ok", "type": "boolean", "required": false, "default": true},
+            {"name": "pet", "type": "choice", "required": false,
+             "options": [{"value": "cat", "label": "Cats"}, {"value": "dog"}]},
+            {"name": "db", "type": "choice", "required": false, "other": true,
+             "options": [{"value": "Postgres"}]},
+            {"name": "many", "type": "choices", "required": false, "default": ["cat"],
+             "options": [{"value": "cat", "label": "Cats"}, {"value": "dog"}]}
+        ]))
+        .unwrap();
+        let schema = schema_of(&fields);
+        assert_eq!(schema["properties"]["n"]["minimum"], json!(1));
+        let request = serde_json::from_value::<ElicitRequestParams>(
+            json!({"mode": "form", "message": "m", "requestedSchema": schema}),
+        );
+        assert!(request.is_ok(), "{request:?}");
     }
 }

@@ -12,7 +12,7 @@
 //! for subscribers.
 
 mod convert;
-mod elicit;
+pub(crate) mod elicit;
 mod link;
 mod notify;
 mod paging;

@@ -268,7 +268,7 @@ impl ServerHandler for DaemonTools {
                         Followed::Call(_, snapshot) => snapshot,
                         Followed::Question(event) => {
                             // This call's questions go to this MCP client.
-                            if let EventPayload::QuestionAsked { question_id, call_id, message, fields, .. } = event.payload
+                            if let EventPayload::QuestionAsked { question_id, call_id, message, fields, url, .. } = event.payload
                                 && call_id.as_deref() == Some(call.call_id.as_str())
                             {
                                 tokio::spawn(super::elicit::forward(
@@ -278,6 +278,7 @@ impl ServerHandler for DaemonTools {
                                     question_id,
                                     message,
                                     fields,
+                                    url,
                                 ));
                             }
                             continue;

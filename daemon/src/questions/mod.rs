@@ -27,6 +27,17 @@ pub struct Question {
     pub asked_by: AskedBy,
     pub message: String,
     pub form: Form,
+    /// A URL-mode elicitation's link (its form is empty).
+    pub link: Option<Link>,
+}
+
+/// The page a URL-mode elicitation sends the person to, never opened by
+/// the daemon; `completed` is notified when the server says the
+/// interaction there is finished.
+#[derive(Debug, Clone)]
+pub struct Link {
+    pub url: String,
+    pub completed: Arc<tokio::sync::Notify>,
 }
 
 /// How a question ended.

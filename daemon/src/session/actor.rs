@@ -91,6 +91,11 @@ pub(super) enum Internal {
     },
     /// An MCP sampling request got its answer (`session/sampling.rs`).
     Sampled(crate::discovery::mcp::sampling::Sampled),
+    /// A URL-mode question's server said its interaction is finished.
+    ElicitationCompleted {
+        question_id: String,
+        server: String,
+    },
 }
 
 /// What the actor needs from the daemon.
@@ -553,6 +558,16 @@ impl Actor {
                 return self.question_timed_out(&question_id);
             }
             Internal::Sampled(sampled) => return self.sampled(sampled),
+            Internal::ElicitationCompleted {
+                question_id,
+                server,
+            } => {
+                self.emit(EventPayload::ElicitationCompleted {
+                    question_id,
+                    server,
+                });
+                return;
+            }
         };
         self.apply(effects);
     }

@@ -15,7 +15,7 @@ use tokio::sync::oneshot;
 use super::SessionError;
 use super::actor::{Actor, Internal};
 use crate::questions::book::Open;
-use crate::questions::{Action, Answer, Asker, Question};
+use crate::questions::{Action, Answer, AskedBy, Asker, Link, Question};
 use crate::wire;
 
 impl Actor {
@@ -54,6 +54,7 @@ impl Actor {
             message: question.message.clone(),
             fields: wire::question_fields(&question.form),
             timeout_secs: timeout.as_secs(),
+            url: question.link.as_ref().map(|l| l.url.clone()),
         });
         let nobody = if !self.record.interactive {
             Some("declined: the session is not interactive, nobody can be asked")
@@ -67,6 +68,9 @@ impl Actor {
             self.close_question_event(&question_id, Action::Decline, None, Some(reason.into()));
             let _ = reply.send(Answer::decline());
             return;
+        }
+        if let (Some(link), AskedBy::Mcp(server)) = (&question.link, &question.asked_by) {
+            self.watch_completion(&question_id, server, link);
         }
         self.questions.insert(
             question_id.clone(),
@@ -83,6 +87,26 @@ impl Actor {
                 () = tokio::time::sleep(timeout) => {
                     let _ = internal.send(Internal::QuestionTimedOut { question_id });
                 }
+                () = cancel.cancelled() => {}
+            }
+        });
+    }
+
+    /// A URL-mode question's server may say its interaction is finished,
+    /// also after the question was answered: a `elicitationCompleted`
+    /// event then. Watched until the question's timeout.
+    fn watch_completion(&mut self, question_id: &str, server: &str, link: &Link) {
+        let internal = self.internal.clone();
+        let cancel = self.cancel.clone();
+        let completed = link.completed.clone();
+        let (question_id, server) = (question_id.to_owned(), server.to_owned());
+        let timeout = self.deps.question_timeout;
+        self.tasks.spawn(async move {
+            tokio::select! {
+                () = completed.notified() => {
+                    let _ = internal.send(Internal::ElicitationCompleted { question_id, server });
+                }
+                () = tokio::time::sleep(timeout) => {}
                 () = cancel.cancelled() => {}
             }
         });

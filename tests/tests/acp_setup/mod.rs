@@ -33,11 +33,17 @@ impl Setup {
 
     /// `gemctl acp`, initialized.
     pub async fn agent(&self) -> StdioPeer {
+        self.agent_with(json!({"fs": {"readTextFile": true, "writeTextFile": true}}))
+            .await
+    }
+
+    /// `gemctl acp`, initialized by an editor with these `clientCapabilities`.
+    pub async fn agent_with(&self, capabilities: Value) -> StdioPeer {
         let mut agent = StdioPeer::spawn(self.d.gemctl(&["acp"]));
         let (init, _) = agent
             .call(
                 "initialize",
-                json!({"protocolVersion": 1, "clientCapabilities": {"fs": {"readTextFile": true, "writeTextFile": true}}}),
+                json!({"protocolVersion": 1, "clientCapabilities": capabilities}),
             )
             .await;
         assert_eq!(init["result"]["protocolVersion"], 1, "{init}");

@@ -81,6 +81,9 @@ pub struct Hooks {
     /// Where `notifications/resources/updated` goes (the URI); set by
     /// the server's connection loop.
     pub resource_updated: Mutex<Option<UriFn>>,
+    /// URL-mode elicitations not yet completed, by `elicitationId`:
+    /// `notifications/elicitation/complete` notifies their question.
+    url_elicitations: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
 }
 
 impl Hooks {
@@ -310,33 +313,97 @@ impl ClientHandler for Handler {
         Ok(self.0.roots.as_ref().map(|r| r.roots()).unwrap_or_default())
     }
 
-    /// A form elicitation becomes a question to the people of the call
-    /// that made it (`questions/`, `session/questions.rs`); when no call
-    /// can be found, it is declined and logged.
+    /// `notifications/elicitation/complete`: the URL-mode question it
+    /// names gets its `elicitationCompleted` event.
+    async fn on_custom_notification(
+        &self,
+        notification: rmcp::model::CustomNotification,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        if notification.method != "notifications/elicitation/complete" {
+            return;
+        }
+        let id = notification
+            .params
+            .as_ref()
+            .and_then(|p| p.get("elicitationId"))
+            .and_then(Value::as_str);
+        let waiting = id.and_then(|id| {
+            self.0
+                .url_elicitations
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(id)
+        });
+        match waiting {
+            Some(completed) => completed.notify_one(),
+            None => {
+                tracing::info!(server = %self.0.server, ?id, "an elicitation completion for no open URL elicitation")
+            }
+        }
+    }
+
+    /// An elicitation becomes a question to the people of the call that
+    /// made it (`questions/`, `session/questions.rs`): a form's fields, or
+    /// a URL-mode request's link (an http(s) URL, shown and never opened
+    /// here); when no call can be found, it is declined and logged.
     async fn create_elicitation(
         &self,
         request: ElicitRequestParams,
         context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        use crate::questions::{Action, AskedBy, Form, Question};
+        use crate::questions::{Action, AskedBy, Form, Link, Question};
         let server = self.0.server.clone();
-        let (message, schema, meta) = match &request {
+        let (message, form, link, meta) = match &request {
             ElicitRequestParams::FormElicitationParams {
                 message,
                 requested_schema,
                 meta,
-            } => (
-                message.clone(),
-                serde_json::to_value(requested_schema).unwrap_or(Value::Null),
-                meta.clone(),
-            ),
+            } => {
+                let schema = serde_json::to_value(requested_schema).unwrap_or(Value::Null);
+                let form = Form::from_schema(&schema).map_err(|why| {
+                    ErrorData::invalid_params(format!("requestedSchema: {why}"), None)
+                })?;
+                (message.clone(), form, None, meta.clone())
+            }
+            ElicitRequestParams::UrlElicitationParams {
+                message,
+                url,
+                elicitation_id,
+                meta,
+            } => {
+                if !(url.starts_with("https://") || url.starts_with("http://")) {
+                    tracing::warn!(%server, %url, "declined a URL elicitation: not an http(s) URL");
+                    return Ok(ElicitResult::new(ElicitationAction::Decline));
+                }
+                let completed = Arc::new(tokio::sync::Notify::new());
+                let mut waiting = self
+                    .0
+                    .url_elicitations
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner());
+                if waiting.len() >= 64
+                    && let Some(old) = waiting.keys().next().cloned()
+                {
+                    waiting.remove(&old);
+                }
+                waiting.insert(elicitation_id.clone(), completed.clone());
+                let link = Link {
+                    url: url.clone(),
+                    completed,
+                };
+                (
+                    message.clone(),
+                    Form::default(),
+                    Some((link, elicitation_id.clone())),
+                    meta.clone(),
+                )
+            }
             _ => {
-                tracing::info!(%server, "declined a URL elicitation: only form mode is offered");
+                tracing::info!(%server, "declined an elicitation of a mode geminid does not know");
                 return Ok(ElicitResult::new(ElicitationAction::Decline));
             }
         };
-        let form = Form::from_schema(&schema)
-            .map_err(|why| ErrorData::invalid_params(format!("requestedSchema: {why}"), None))?;
         let token = meta
             .as_ref()
             .and_then(|m| m.get_progress_token())
@@ -345,20 +412,41 @@ impl ClientHandler for Handler {
             Ok(asker) => asker,
             Err(why) => {
                 tracing::warn!(%server, "declined an elicitation: {why}");
+                if let Some((_, id)) = &link {
+                    self.0
+                        .url_elicitations
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(id);
+                }
                 return Ok(ElicitResult::new(ElicitationAction::Decline));
             }
         };
+        let url_id = link.as_ref().map(|(_, id)| id.clone());
         let question = Question {
             asked_by: AskedBy::Mcp(server),
             message,
             form,
+            link: link.map(|(link, _)| link),
         };
         let answer = tokio::select! {
             answer = asker.ask(question) => answer,
             // The server gave up on its request.
             () = context.ct.cancelled() => crate::questions::Answer::cancel(),
         };
+        if let Some(id) = &url_id
+            && answer.action != Action::Accept
+        {
+            // Nobody goes there: no completion to wait for.
+            self.0
+                .url_elicitations
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .remove(id);
+        }
         Ok(match answer.action {
+            // A URL-mode accept carries no content: the person agreed to go.
+            Action::Accept if url_id.is_some() => ElicitResult::new(ElicitationAction::Accept),
             Action::Accept => ElicitResult::new(ElicitationAction::Accept)
                 .with_content(Value::Object(answer.content.unwrap_or_default())),
             Action::Decline => ElicitResult::new(ElicitationAction::Decline),
@@ -377,9 +465,12 @@ impl ClientHandler for Handler {
 
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = serde_json::Map::new();
-        // Form elicitation, for every server: a question to the people of
-        // the call that asks (declined when nobody can answer).
-        capabilities.insert("elicitation".into(), serde_json::json!({"form": {}}));
+        // Form and URL elicitation, for every server: a question to the
+        // people of the call that asks (declined when nobody can answer).
+        capabilities.insert(
+            "elicitation".into(),
+            serde_json::json!({"form": {}, "url": {}}),
+        );
         if self.0.roots.is_some() {
             capabilities.insert("roots".into(), serde_json::json!({"listChanged": true}));
         }

@@ -259,6 +259,7 @@ impl ToolInvocation for AskUserInvocation {
             asked_by: AskedBy::Model,
             message: self.description(),
             form: form_of(&self.questions),
+            link: None,
         };
         let answer = tokio::select! {
             answer = asker.ask(question) => answer,
