@@ -574,6 +574,10 @@ impl Daemon {
             home: home.clone(),
             ..Default::default()
         };
+        let mut keychain = crate::keychain::Keychain::new(
+            &self.config.user_gemini_dir,
+            crate::keychain::backend_from_env(),
+        );
         for ext in &found {
             problems.extend(ext.problems.iter().cloned());
             let somewhere = ext.enabled_for(&home) || opened.iter().any(|r| ext.enabled_for(r));
@@ -586,9 +590,14 @@ impl Daemon {
                 crate::problems::ConfigProblem::new(ext.manifest().display().to_string(), p)
                     .kept("that server does not start")
             }));
-            // Its settings' values (`.env`) reach its stdio servers, under
-            // each entry's own `env` (0.61's order).
-            let settings_env = ext.settings_env();
+            // Its settings' values (`.env`, keychain) reach its stdio
+            // servers, under each entry's own `env` (0.61's order).
+            let (settings_env, settings_problems) = crate::extension_settings::scope_values(
+                ext,
+                &crate::extension_settings::Scope::User,
+                &mut keychain,
+            );
+            problems.extend(settings_problems);
             let mut servers_of = read.servers;
             for server in &mut servers_of {
                 if let crate::discovery::settings::Transport::Stdio { env, .. } =
@@ -607,6 +616,7 @@ impl Daemon {
             }
             servers.extend(servers_of);
         }
+        problems.extend(keychain.problems());
         self.discovery.mcp.set_enablement(enablement);
         for problem in self.discovery.set_extension_servers(servers) {
             tracing::warn!(problem = %problem, "extension MCP servers");

@@ -1,0 +1,125 @@
+//! Where an extension's settings get their values, as 0.61 resolves them
+//! (`extensionSettings.ts`): per scope, non-sensitive values from an
+//! `.env` file (user scope: the extension's install directory; workspace
+//! scope: the workspace root's `.env`), sensitive ones (`sensitive: true`)
+//! from the keychain (`keychain.rs`) under the service
+//! `Gemini CLI Extensions <name> <id>` (` <workspace>` appended for the
+//! workspace scope), account `__secret__<envVar>`. A workspace's values
+//! override the user's, and are read only for a trusted workspace. Only
+//! the variables the manifest declares (`settings[].envVar`) are given.
+//! The extension's id (`Extension::id`) is `extension_id.rs`'s.
+
+use std::path::{Path, PathBuf};
+
+use crate::extensions::Extension;
+use crate::keychain::{Keychain, Lookup};
+use crate::problems::ConfigProblem;
+
+/// The account prefix 0.61's `KeychainTokenStorage.setSecret` adds.
+pub const SECRET_PREFIX: &str = "__secret__";
+
+/// One scope of an extension's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope<'a> {
+    User,
+    Workspace(&'a Path),
+}
+
+/// The keychain service of `ext`'s secrets in `scope`.
+pub fn keychain_service(name: &str, id: &str, scope: &Scope<'_>) -> String {
+    match scope {
+        Scope::User => format!("Gemini CLI Extensions {name} {id}"),
+        Scope::Workspace(root) => {
+            format!("Gemini CLI Extensions {name} {id} {}", root.display())
+        }
+    }
+}
+
+/// The `.env` file of `ext`'s values in `scope`.
+pub fn env_file(ext: &Extension, scope: &Scope<'_>) -> PathBuf {
+    match scope {
+        Scope::User => ext.env_file(),
+        Scope::Workspace(root) => root.join(".env"),
+    }
+}
+
+/// The values of `ext`'s declared settings in one scope: the `.env`
+/// file's, then the keychain's for sensitive ones (a value there wins).
+/// Problems: sensitive values kept where the daemon cannot read.
+pub fn scope_values(
+    ext: &Extension,
+    scope: &Scope<'_>,
+    keychain: &mut Keychain,
+) -> (Vec<(String, String)>, Vec<ConfigProblem>) {
+    let mut problems = Vec::new();
+    if ext.setting_vars.is_empty() {
+        return (Vec::new(), problems);
+    }
+    let file_values = std::fs::read_to_string(env_file(ext, scope))
+        .map(|text| crate::model::dotenv::parse(&text))
+        .unwrap_or_default();
+    let service = keychain_service(&ext.name, &ext.id, scope);
+    let mut values = Vec::new();
+    for var in &ext.setting_vars {
+        let from_file = file_values
+            .iter()
+            .rev()
+            .find(|(k, _)| k == var)
+            .map(|(_, v)| v.clone());
+        let value = if ext.sensitive_vars.contains(var) {
+            match keychain.lookup(&service, &format!("{SECRET_PREFIX}{var}")) {
+                Lookup::Found(secret) => Some(secret),
+                Lookup::Missing => from_file,
+                Lookup::Unreachable => {
+                    if from_file.is_none() {
+                        problems.push(
+                            ConfigProblem::new(
+                                ext.manifest().display().to_string(),
+                                format!(
+                                    "setting {var} is sensitive: kept in the system keychain \
+                                     ({service}), which is not reachable (no secret-tool)"
+                                ),
+                            )
+                            .kept("it is unset"),
+                        );
+                    }
+                    from_file
+                }
+            }
+        } else {
+            from_file
+        };
+        if let Some(value) = value {
+            values.push((var.clone(), value));
+        }
+    }
+    (values, problems)
+}
+
+/// The user's values overridden by the workspace's (pure).
+pub fn merged(
+    user: Vec<(String, String)>,
+    workspace: Vec<(String, String)>,
+) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = user
+        .into_iter()
+        .filter(|(k, _)| !workspace.iter().any(|(w, _)| w == k))
+        .collect();
+    out.extend(workspace);
+    out.sort();
+    out
+}
+
+/// Whether `ext`'s servers need an instance of their own for a workspace
+/// (pure): its settings resolve to other values there than at user scope.
+pub fn needs_workspace_instance(user: &[(String, String)], here: &[(String, String)]) -> bool {
+    let mut user = user.to_vec();
+    let mut here = here.to_vec();
+    user.sort();
+    here.sort();
+    user != here
+}
+
+#[cfg(test)]
+#[path = "extension_settings_tests.rs"]
+mod tests;
