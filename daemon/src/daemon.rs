@@ -489,7 +489,12 @@ impl Daemon {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .iter()
-            .any(|e| e.loaded && e.enabled_for(root) != e.enabled_for(&home));
+            .any(|e| {
+                e.loaded
+                    && (e.enabled_for(root) != e.enabled_for(&home)
+                        // Its settings may have values of this workspace.
+                        || (!e.setting_vars.is_empty() && !e.mcp_servers.is_empty()))
+            });
         if differs && !session.is_stopped() {
             self.apply_extensions();
         }
@@ -616,6 +621,7 @@ impl Daemon {
             }
             servers.extend(servers_of);
         }
+        problems.extend(self.workspace_extension_settings(&found, &opened, &mut keychain));
         problems.extend(keychain.problems());
         self.discovery.mcp.set_enablement(enablement);
         for problem in self.discovery.set_extension_servers(servers) {
@@ -635,6 +641,68 @@ impl Daemon {
         }
         let fresh = self.problems.set("extensions", problems);
         self.announce_problems(&fresh);
+    }
+
+    /// Workspace-scoped extension settings (a trusted workspace's `.env`
+    /// and keychain entries, 0.61's `--scope workspace`): watched, given
+    /// to the extension's hooks (`hooks/book.rs`); an extension whose
+    /// servers would get other values there than the user's is reported:
+    /// its servers have one instance, with the user's values.
+    fn workspace_extension_settings(
+        &self,
+        found: &[crate::extensions::Extension],
+        opened: &[std::path::PathBuf],
+        keychain: &mut crate::keychain::Keychain,
+    ) -> Vec<crate::problems::ConfigProblem> {
+        use crate::extension_settings::{
+            Scope, needs_workspace_instance, scope_values, values_for,
+        };
+        if let Some(watch) = self
+            .config_watch
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            for root in opened {
+                watch.add_file(&root.join(".env"));
+            }
+        }
+        let mut problems = Vec::new();
+        for root in opened {
+            let with_servers: Vec<_> = found
+                .iter()
+                .filter(|e| e.loaded && !e.mcp_servers.is_empty() && !e.setting_vars.is_empty())
+                .filter(|e| e.enabled_for(root))
+                .collect();
+            if with_servers.is_empty() || !self.folder_trust(root).trusted {
+                continue;
+            }
+            for ext in with_servers {
+                let (user, _) = scope_values(ext, &Scope::User, keychain);
+                let (here, _) = values_for(ext, Some(root), keychain);
+                if !needs_workspace_instance(&user, &here) {
+                    continue;
+                }
+                let vars: Vec<&str> = here
+                    .iter()
+                    .filter(|v| !user.contains(v))
+                    .map(|(k, _)| k.as_str())
+                    .collect();
+                problems.push(
+                    crate::problems::ConfigProblem::new(
+                        root.join(".env").display().to_string(),
+                        format!(
+                            "extension {:?} has workspace values for {} here: its hooks get \
+                             them, its MCP servers do not yet",
+                            ext.name,
+                            vars.join(", ")
+                        ),
+                    )
+                    .kept("its MCP servers run with the user-scope values"),
+                );
+            }
+        }
+        problems
     }
 
     /// The context files of the extensions enabled for `root`.

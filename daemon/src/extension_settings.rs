@@ -96,6 +96,23 @@ pub fn scope_values(
     (values, problems)
 }
 
+/// The values `ext`'s servers and hooks get in sessions rooted at
+/// `trusted_root` (the workspace's over the user's; `None`: an untrusted
+/// folder or no workspace, the user's only, as 0.61 reads them).
+pub fn values_for(
+    ext: &Extension,
+    trusted_root: Option<&Path>,
+    keychain: &mut Keychain,
+) -> (Vec<(String, String)>, Vec<ConfigProblem>) {
+    let (user, mut problems) = scope_values(ext, &Scope::User, keychain);
+    let Some(root) = trusted_root else {
+        return (merged(user, Vec::new()), problems);
+    };
+    let (here, more) = scope_values(ext, &Scope::Workspace(root), keychain);
+    problems.extend(more);
+    (merged(user, here), problems)
+}
+
 /// The user's values overridden by the workspace's (pure).
 pub fn merged(
     user: Vec<(String, String)>,

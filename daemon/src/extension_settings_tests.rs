@@ -118,3 +118,29 @@ fn only_declared_settings_are_read_and_sensitive_ones_prefer_the_keychain() {
         "{problems:?}"
     );
 }
+
+#[test]
+fn an_untrusted_workspace_s_values_are_not_read() {
+    let home = tempfile::tempdir().unwrap();
+    let install = home.path().join("extensions/e");
+    std::fs::create_dir_all(&install).unwrap();
+    std::fs::write(install.join(".env"), "MODE=user\n").unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::write(ws.path().join(".env"), "MODE=ws\n").unwrap();
+    let ext = Extension {
+        name: "e".to_owned(),
+        id: "abc".to_owned(),
+        install_dir: install.clone(),
+        path: install,
+        setting_vars: vec!["MODE".to_owned()],
+        loaded: true,
+        ..Default::default()
+    };
+    let mut keychain = Keychain::new(home.path(), Backend::File);
+    let mode = |v: Vec<(String, String)>| v[0].1.clone();
+    assert_eq!(mode(values_for(&ext, None, &mut keychain).0), "user");
+    assert_eq!(
+        mode(values_for(&ext, Some(ws.path()), &mut keychain).0),
+        "ws"
+    );
+}

@@ -4,7 +4,9 @@
 //! 0.61's FileKeychain writes it) reaches the extension's server; editing
 //! the file restarts that extension's server only, with the new value; a
 //! file that does not decrypt is reported (`daemon status`, area
-//! `extensions`) and leaves the value unset.
+//! `extensions`) and leaves the value unset. A workspace's own values
+//! (its `.env`, its keychain service) override the user's for the
+//! extension's hooks in that workspace only.
 
 mod peers;
 
@@ -25,12 +27,20 @@ const SET_SECRET: &str = r#"
 import * as crypto from 'node:crypto';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
-const [file, extension, envVar, value] = process.argv.slice(2);
+const [file, extension, envVar, value, workspace] = process.argv.slice(2);
 const id = crypto.createHash('sha256').update(extension).digest('hex');
-const service = `Gemini CLI Extensions ${extension} ${id}`;
-const data = { [service]: { [`__secret__${envVar}`]: value } };
+const service = `Gemini CLI Extensions ${extension} ${id}` + (workspace ? ` ${workspace}` : '');
 const salt = `${os.hostname()}-${os.userInfo().username}-gemini-cli`;
 const key = crypto.scryptSync('gemini-cli-oauth', salt, 32);
+let data = {};
+if (fs.existsSync(file)) {
+  const [iv, tag, enc] = fs.readFileSync(file, 'utf-8').split(':');
+  const d = crypto.createDecipheriv('aes-256-gcm', key, Buffer.from(iv, 'hex'), { authTagLength: 16 });
+  d.setAuthTag(Buffer.from(tag, 'hex'));
+  data = JSON.parse(d.update(enc, 'hex', 'utf8') + d.final('utf8'));
+}
+data[service] ??= {};
+data[service][`__secret__${envVar}`] = value;
 const iv = crypto.randomBytes(12);
 const cipher = crypto.createCipheriv('aes-256-gcm', key, iv, { authTagLength: 16 });
 let encrypted = cipher.update(JSON.stringify(data, null, 2), 'utf8', 'hex');
@@ -40,7 +50,16 @@ fs.writeFileSync(file + '.tmp', iv.toString('hex') + ':' + tag.toString('hex') +
 fs.renameSync(file + '.tmp', file);
 "#;
 
-fn set_secret(dir: &Path, home: &Path, extension: &str, env_var: &str, value: &str) {
+/// Stores `value` for `env_var` of `extension` (workspace scope when
+/// `workspace` is given), keeping what the file holds.
+fn set_secret(
+    dir: &Path,
+    home: &Path,
+    extension: &str,
+    env_var: &str,
+    value: &str,
+    workspace: Option<&Path>,
+) {
     let script = dir.join("set-secret.mjs");
     std::fs::write(&script, SET_SECRET).unwrap();
     let file = home.join(".gemini/gemini-credentials.json");
@@ -48,6 +67,7 @@ fn set_secret(dir: &Path, home: &Path, extension: &str, env_var: &str, value: &s
         .arg(&script)
         .arg(&file)
         .args([extension, env_var, value])
+        .args(workspace)
         .output()
         .expect("node");
     assert!(
@@ -123,7 +143,7 @@ async fn a_sensitive_setting_comes_from_the_file_keychain_and_follows_its_edits(
                 "mcpServers": {"other-srv": {"command": everything(&p),
                     "includeTools": ["echo"]}}}),
     );
-    set_secret(d.dir.path(), &home, "keyed", "EXT_TOKEN", "token-one");
+    set_secret(d.dir.path(), &home, "keyed", "EXT_TOKEN", "token-one", None);
     d.spawn();
     let c = d.client().await;
     let session = yolo_session(&c, &d.workspace).await;
@@ -134,7 +154,7 @@ async fn a_sensitive_setting_comes_from_the_file_keychain_and_follows_its_edits(
     let other_pid = pid_of(&c, "other-srv").await.expect("other's pid");
 
     // A new value: its server restarts with it; the other is untouched.
-    set_secret(d.dir.path(), &home, "keyed", "EXT_TOKEN", "token-two");
+    set_secret(d.dir.path(), &home, "keyed", "EXT_TOKEN", "token-two", None);
     eventually("the new value reaches the server", || async {
         env_of(&c, &session, "get-env")
             .await
@@ -164,4 +184,109 @@ async fn a_sensitive_setting_comes_from_the_file_keychain_and_follows_its_edits(
     })
     .await;
     assert_eq!(pid_of(&c, "other-srv").await, Some(other_pid));
+}
+
+const ENV_HOOK: &str = r#"#!/bin/bash
+cat > /dev/null
+echo "MODE=${EXT_MODE:-none} TOKEN=${EXT_TOKEN:-none}" >&2
+exit 2
+"#;
+
+/// The message the extension's blocking hook gives a `list_directory`
+/// call in `session` (it prints the settings it got).
+async fn hook_saw(c: &Client, session: &str, dir: &Path) -> String {
+    let answer = call_and_wait(
+        c,
+        session,
+        "list_directory",
+        json!({"path": dir.display().to_string()}),
+    )
+    .await
+    .outcome
+    .expect("outcome");
+    call_text(&answer)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_workspace_s_values_override_the_user_s_for_its_sessions_only() {
+    use std::os::unix::fs::PermissionsExt;
+    let p = peers();
+    let mut d = TestDaemon::prepared(&[("GEMINI_FORCE_FILE_STORAGE", "true")]);
+    let home = d.home();
+    install(
+        &home,
+        "scoped",
+        &json!({"name": "scoped", "version": "1.0.0",
+                "settings": [
+                    {"name": "Token", "description": "t", "envVar": "EXT_TOKEN", "sensitive": true},
+                    {"name": "Mode", "description": "m", "envVar": "EXT_MODE"}
+                ],
+                "mcpServers": {"scoped-srv": {"command": everything(&p),
+                    "includeTools": ["get-env"]}}}),
+    );
+    let ext = home.join(".gemini/extensions/scoped");
+    std::fs::write(ext.join(".env"), "EXT_MODE=user-mode\n").unwrap();
+    std::fs::create_dir_all(ext.join("hooks")).unwrap();
+    std::fs::write(
+        ext.join("hooks/hooks.json"),
+        json!({"hooks": {"BeforeTool": [{"matcher": "list_directory", "hooks": [
+            {"type": "command", "name": "env", "command": "${extensionPath}${/}env.sh"}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    std::fs::write(ext.join("env.sh"), ENV_HOOK).unwrap();
+    std::fs::set_permissions(ext.join("env.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let other = d.dir.path().canonicalize().unwrap().join("other-ws");
+    std::fs::create_dir_all(&other).unwrap();
+    std::fs::write(other.join(".env"), "EXT_MODE=ws-mode\nUNRELATED=1\n").unwrap();
+    set_secret(
+        d.dir.path(),
+        &home,
+        "scoped",
+        "EXT_TOKEN",
+        "user-token",
+        None,
+    );
+    set_secret(
+        d.dir.path(),
+        &home,
+        "scoped",
+        "EXT_TOKEN",
+        "ws-token",
+        Some(&other),
+    );
+    d.spawn();
+    let c = d.client().await;
+    let in_main = yolo_session(&c, &d.workspace).await;
+    let in_other = yolo_session(&c, &other).await;
+    let text = hook_saw(&c, &in_main, &d.workspace).await;
+    assert!(text.contains("MODE=user-mode TOKEN=user-token"), "{text}");
+    let text = hook_saw(&c, &in_other, &other).await;
+    assert!(text.contains("MODE=ws-mode TOKEN=ws-token"), "{text}");
+
+    // Its servers have one instance (the user's values): said, not hidden.
+    eventually(
+        "the workspace values the servers miss are reported",
+        || async {
+            c.status().await.unwrap().config_problems.iter().any(|p| {
+                p.area == "extensions"
+                    && p.file == other.join(".env").display().to_string()
+                    && p.message.contains("EXT_MODE")
+                    && p.message.contains("EXT_TOKEN")
+                    && !p.message.contains("ws-token")
+            })
+        },
+    )
+    .await;
+
+    // Live: the workspace's .env edited, its sessions' hooks follow.
+    std::fs::write(other.join(".env"), "EXT_MODE=ws-mode-2\n").unwrap();
+    eventually("the edit reaches the hook", || async {
+        hook_saw(&c, &in_other, &other)
+            .await
+            .contains("MODE=ws-mode-2 TOKEN=ws-token")
+    })
+    .await;
+    let text = hook_saw(&c, &in_main, &d.workspace).await;
+    assert!(text.contains("MODE=user-mode TOKEN=user-token"), "{text}");
 }
