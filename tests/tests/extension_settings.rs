@@ -2,7 +2,8 @@
 //! kept in 0.61's encrypted credentials file (`~/.gemini/
 //! gemini-credentials.json`, written here by node's crypto exactly as
 //! 0.61's FileKeychain writes it) reaches the extension's server; editing
-//! the file restarts that extension's server only, with the new value; a
+//! the file (or the extension's `.env`) restarts that extension's server
+//! only, with the new value; a
 //! file that does not decrypt is reported (`daemon status`, area
 //! `extensions`) and leaves the value unset. A workspace's own values
 //! (its `.env`, its keychain service) override the user's for the
@@ -182,6 +183,33 @@ async fn a_sensitive_setting_comes_from_the_file_keychain_and_follows_its_edits(
             .await
             .is_some_and(|t| !t.contains("token-two") && t.contains("plain-mode"))
     })
+    .await;
+    assert_eq!(pid_of(&c, "other-srv").await, Some(other_pid));
+
+    // Removed, then written anew (as 0.61 does after its last secret is
+    // deleted): the new file is read; so is an edit of the `.env`.
+    std::fs::remove_file(home.join(".gemini/gemini-credentials.json")).unwrap();
+    set_secret(
+        d.dir.path(),
+        &home,
+        "keyed",
+        "EXT_TOKEN",
+        "token-three",
+        None,
+    );
+    std::fs::write(
+        home.join(".gemini/extensions/keyed/.env"),
+        "EXT_MODE=plain-mode-2\n",
+    )
+    .unwrap();
+    eventually(
+        "the new file and the .env edit reach the server",
+        || async {
+            env_of(&c, &session, "get-env")
+                .await
+                .is_some_and(|t| t.contains("token-three") && t.contains("plain-mode-2"))
+        },
+    )
     .await;
     assert_eq!(pid_of(&c, "other-srv").await, Some(other_pid));
 }
