@@ -70,6 +70,9 @@ pub fn scope_values(
             match keychain.lookup(&service, &format!("{SECRET_PREFIX}{var}")) {
                 Lookup::Found(secret) => Some(secret),
                 Lookup::Missing => from_file,
+                // 0.61 does not load the extension then: never a value
+                // from elsewhere.
+                Lookup::Unreadable => None,
                 Lookup::Unreachable => {
                     if from_file.is_none() {
                         problems.push(

@@ -81,6 +81,8 @@ pub enum Lookup {
     Missing,
     /// Possibly in the system keychain, which the daemon cannot read.
     Unreachable,
+    /// The file does not decrypt or parse (a problem, [`Keychain::problems`]).
+    Unreadable,
 }
 
 /// The secret store as read for one reload: the file is read and
@@ -133,7 +135,7 @@ impl Keychain {
                 None if self.backend == Backend::Unreachable => Lookup::Unreachable,
                 None => Lookup::Missing,
             },
-            Err(_) => Lookup::Missing,
+            Err(_) => Lookup::Unreadable,
         }
     }
 

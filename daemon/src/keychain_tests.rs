@@ -66,7 +66,7 @@ fn a_file_that_does_not_decrypt_is_a_problem_and_no_secret() {
     let mut keychain = Keychain::new(dir.path(), Backend::File);
     assert_eq!(
         keychain.lookup("Gemini CLI Extensions ext abc", "__secret__API_KEY"),
-        Lookup::Missing
+        Lookup::Unreadable
     );
     let problems = keychain.problems();
     assert_eq!(problems.len(), 1, "{problems:?}");

@@ -134,7 +134,7 @@ async fn a_sensitive_setting_comes_from_the_file_keychain_and_follows_its_edits(
     );
     std::fs::write(
         home.join(".gemini/extensions/keyed/.env"),
-        "EXT_MODE=plain-mode\n",
+        "EXT_MODE=plain-mode\nEXT_TOKEN=env-fallback\n",
     )
     .unwrap();
     install(
@@ -151,6 +151,10 @@ async fn a_sensitive_setting_comes_from_the_file_keychain_and_follows_its_edits(
     connected(&c, &["keyed-srv", "other-srv"]).await;
     let text = env_of(&c, &session, "get-env").await.expect("get-env");
     assert!(text.contains("token-one"), "the keychain's value: {text}");
+    assert!(
+        !text.contains("env-fallback"),
+        "the keychain's wins: {text}"
+    );
     assert!(text.contains("plain-mode"), "the .env's value: {text}");
     let other_pid = pid_of(&c, "other-srv").await.expect("other's pid");
 
@@ -179,9 +183,9 @@ async fn a_sensitive_setting_comes_from_the_file_keychain_and_follows_its_edits(
     })
     .await;
     eventually("the value is gone from the server", || async {
-        env_of(&c, &session, "get-env")
-            .await
-            .is_some_and(|t| !t.contains("token-two") && t.contains("plain-mode"))
+        env_of(&c, &session, "get-env").await.is_some_and(|t| {
+            !t.contains("token-two") && !t.contains("env-fallback") && t.contains("plain-mode")
+        })
     })
     .await;
     assert_eq!(pid_of(&c, "other-srv").await, Some(other_pid));
