@@ -116,6 +116,83 @@ pub fn values_for(
     (merged(user, here), problems)
 }
 
+/// One declared setting and where its value comes from
+/// (`extensions.list`, 0.61's `resolvedSettings`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Resolved {
+    pub name: String,
+    pub env_var: String,
+    pub sensitive: bool,
+    /// `user` or `workspace`, when it has a value.
+    pub scope: Option<&'static str>,
+    /// The `.env` file, or `keychain`.
+    pub source: Option<String>,
+    pub value: Option<String>,
+}
+
+/// `ext`'s declared settings as sessions in `trusted_root` resolve them.
+pub fn resolved(
+    ext: &Extension,
+    trusted_root: Option<&Path>,
+    keychain: &mut Keychain,
+) -> Vec<Resolved> {
+    let (user, _) = scope_values(ext, &Scope::User, keychain);
+    let here = match trusted_root {
+        Some(root) => scope_values(ext, &Scope::Workspace(root), keychain).0,
+        None => Vec::new(),
+    };
+    let dotenv_has = |scope: &Scope<'_>, var: &str| {
+        std::fs::read_to_string(env_file(ext, scope))
+            .map(|t| {
+                crate::model::dotenv::parse(&t)
+                    .iter()
+                    .any(|(k, _)| k == var)
+            })
+            .unwrap_or(false)
+    };
+    ext.setting_vars
+        .iter()
+        .map(|var| {
+            let sensitive = ext.sensitive_vars.contains(var);
+            let name = ext
+                .setting_names
+                .iter()
+                .find(|(v, _)| v == var)
+                .map(|(_, n)| n.clone())
+                .unwrap_or_else(|| var.clone());
+            let found = |values: &[(String, String)]| {
+                values
+                    .iter()
+                    .find(|(k, _)| k == var)
+                    .map(|(_, v)| v.clone())
+            };
+            let (scope, value) = match (trusted_root, found(&here), found(&user)) {
+                (Some(root), Some(v), _) => (Some(Scope::Workspace(root)), Some(v)),
+                (_, _, Some(v)) => (Some(Scope::User), Some(v)),
+                _ => (None, None),
+            };
+            let source = scope.as_ref().map(|scope| {
+                if sensitive && !dotenv_has(scope, var) {
+                    "keychain".to_owned()
+                } else {
+                    env_file(ext, scope).display().to_string()
+                }
+            });
+            Resolved {
+                name,
+                env_var: var.clone(),
+                sensitive,
+                scope: scope.map(|s| match s {
+                    Scope::User => "user",
+                    Scope::Workspace(_) => "workspace",
+                }),
+                source,
+                value: value.filter(|_| !sensitive),
+            }
+        })
+        .collect()
+}
+
 /// The user's values overridden by the workspace's (pure).
 pub fn merged(
     user: Vec<(String, String)>,

@@ -58,6 +58,8 @@ pub struct Extension {
     /// 0.61's id (`extension_id.rs`): names its
     /// keychain service.
     pub id: String,
+    /// Each declared setting's `name`, by its `envVar`.
+    pub setting_names: Vec<(String, String)>,
     /// The declared settings marked `sensitive: true` (their values are
     /// in the keychain).
     pub sensitive_vars: Vec<String>,
@@ -292,6 +294,17 @@ fn read_manifest(ext: &mut Extension, value: &Value, manifest: &Path, dir_name: 
         .filter_map(|s| s.get("envVar").and_then(Value::as_str))
         .filter(|v| !v.trim().is_empty())
         .map(str::to_owned)
+        .collect();
+    ext.setting_names = value
+        .get("settings")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            let var = s.get("envVar").and_then(Value::as_str)?;
+            let name = s.get("name").and_then(Value::as_str).unwrap_or(var);
+            Some((var.to_owned(), name.to_owned()))
+        })
         .collect();
     ext.sensitive_vars = value
         .get("settings")

@@ -296,6 +296,43 @@ async fn a_workspace_s_values_override_the_user_s_for_its_sessions_only() {
     let text = hook_saw(&c, &in_other, &other).await;
     assert!(text.contains("MODE=ws-mode TOKEN=ws-token"), "{text}");
 
+    // `extensions list` says where each value comes from, never a
+    // sensitive one.
+    let list = c
+        .list_extensions(Some(other.display().to_string()))
+        .await
+        .unwrap();
+    let settings = &list[0].settings;
+    let token = settings.iter().find(|s| s.env_var == "EXT_TOKEN").unwrap();
+    assert_eq!(token.scope.as_deref(), Some("workspace"));
+    assert_eq!(token.source.as_deref(), Some("keychain"));
+    assert_eq!(token.value, None);
+    let mode = settings.iter().find(|s| s.env_var == "EXT_MODE").unwrap();
+    assert_eq!(mode.scope.as_deref(), Some("workspace"));
+    assert_eq!(mode.value.as_deref(), Some("ws-mode"));
+    let out = d
+        .gemctl(&[
+            "extensions",
+            "list",
+            "--cwd",
+            &d.workspace.display().to_string(),
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("setting Token (EXT_TOKEN): *** (user - keychain)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "setting Mode (EXT_MODE): user-mode (user - {})",
+            ext.join(".env").display()
+        )),
+        "{text}"
+    );
+    assert!(!text.contains("user-token"), "{text}");
+
     // Its servers have one instance (the user's values): said, not hidden.
     eventually(
         "the workspace values the servers miss are reported",
