@@ -589,20 +589,24 @@ impl Daemon {
             if !ext.loaded || !somewhere {
                 continue;
             }
-            let doc = serde_json::json!({ "mcpServers": ext.mcp_servers });
-            let read = crate::discovery::settings::parse(&doc, crate::discovery::EXTENSION_SCOPE);
-            problems.extend(read.problems.into_iter().map(|p| {
-                crate::problems::ConfigProblem::new(ext.manifest().display().to_string(), p)
-                    .kept("that server does not start")
-            }));
-            // Its settings' values (`.env`, keychain) reach its stdio
-            // servers, under each entry's own `env` (0.61's order).
+            // Its settings' values (`.env`, keychain) fill `$VAR` in its
+            // entries and reach its stdio servers, under each entry's own
+            // `env` (0.61's order).
             let (settings_env, settings_problems) = crate::extension_settings::scope_values(
                 ext,
                 &crate::extension_settings::Scope::User,
                 &mut keychain,
             );
             problems.extend(settings_problems);
+            let doc = crate::extension_settings::substitute(
+                serde_json::json!({ "mcpServers": ext.mcp_servers }),
+                &settings_env,
+            );
+            let read = crate::discovery::settings::parse(&doc, crate::discovery::EXTENSION_SCOPE);
+            problems.extend(read.problems.into_iter().map(|p| {
+                crate::problems::ConfigProblem::new(ext.manifest().display().to_string(), p)
+                    .kept("that server does not start")
+            }));
             let mut servers_of = read.servers;
             for server in &mut servers_of {
                 if let crate::discovery::settings::Transport::Stdio { env, .. } =

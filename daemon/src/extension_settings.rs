@@ -193,6 +193,42 @@ pub fn resolved(
         .collect()
 }
 
+/// 0.61's `resolveEnvVarsInObject(config, customEnv)` for the manifest's
+/// `mcpServers` (pure): `$VAR` and `${VAR}` naming one of `values` are
+/// replaced in every string; any other reference is left for the server
+/// entry's own expansion (`discovery/settings.rs`).
+pub fn substitute(value: serde_json::Value, values: &[(String, String)]) -> serde_json::Value {
+    use serde_json::Value;
+    match value {
+        Value::String(s) if s.contains('$') && !values.is_empty() => {
+            let Ok(re) = regex::Regex::new(r"\$(?:\{([^}]+)\}|(\w+))") else {
+                return Value::String(s);
+            };
+            let out = re.replace_all(&s, |caps: &regex::Captures<'_>| {
+                let name = caps
+                    .get(1)
+                    .or_else(|| caps.get(2))
+                    .map_or("", |m| m.as_str());
+                values
+                    .iter()
+                    .find(|(k, _)| k == name)
+                    .map(|(_, v)| v.clone())
+                    .unwrap_or_else(|| caps[0].to_owned())
+            });
+            Value::String(out.into_owned())
+        }
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|v| substitute(v, values)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, substitute(v, values)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
 /// The user's values overridden by the workspace's (pure).
 pub fn merged(
     user: Vec<(String, String)>,

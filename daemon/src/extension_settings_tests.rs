@@ -144,3 +144,15 @@ fn an_untrusted_workspace_s_values_are_not_read() {
         "ws"
     );
 }
+
+#[test]
+fn settings_fill_the_manifest_s_variables_and_leave_the_others() {
+    let values = vec![("TOKEN".to_owned(), "t1".to_owned())];
+    let doc = serde_json::json!({"s": {"args": ["--key=$TOKEN", "${TOKEN}x"],
+        "env": {"A": "$HOME", "B": "${OTHER}"}, "timeout": 5}});
+    assert_eq!(
+        substitute(doc, &values),
+        serde_json::json!({"s": {"args": ["--key=t1", "t1x"],
+            "env": {"A": "$HOME", "B": "${OTHER}"}, "timeout": 5}})
+    );
+}

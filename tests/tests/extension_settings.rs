@@ -130,7 +130,7 @@ async fn a_sensitive_setting_comes_from_the_file_keychain_and_follows_its_edits(
                     {"name": "Mode", "description": "m", "envVar": "EXT_MODE"}
                 ],
                 "mcpServers": {"keyed-srv": {"command": everything(&p),
-                    "includeTools": ["get-env"]}}}),
+                    "includeTools": ["get-env"], "env": {"TOKEN_COPY": "copy-${EXT_TOKEN}"}}}}),
     );
     std::fs::write(
         home.join(".gemini/extensions/keyed/.env"),
@@ -156,6 +156,10 @@ async fn a_sensitive_setting_comes_from_the_file_keychain_and_follows_its_edits(
         "the keychain's wins: {text}"
     );
     assert!(text.contains("plain-mode"), "the .env's value: {text}");
+    assert!(
+        text.contains("copy-token-one"),
+        "`${{EXT_TOKEN}}` filled: {text}"
+    );
     let other_pid = pid_of(&c, "other-srv").await.expect("other's pid");
 
     // A new value: its server restarts with it; the other is untouched.
