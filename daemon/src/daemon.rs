@@ -565,8 +565,9 @@ impl Daemon {
     }
 
     /// Whether some extension's servers are not the same at `root` as at
-    /// home: enabled otherwise, or one instance per workspace
-    /// (`${workspacePath}`).
+    /// home: enabled otherwise, one instance per workspace
+    /// (`${workspacePath}`), or settings that may have values of this
+    /// workspace.
     fn extensions_differ_at(&self, root: &std::path::Path) -> bool {
         let home = self.home();
         self.extensions
@@ -577,9 +578,11 @@ impl Daemon {
                 e.loaded
                     && (e.enabled_for(root) != e.enabled_for(&home)
                         || (e.enabled_for(root)
-                            && e.mcp_servers
+                            && (e
+                                .mcp_servers
                                 .values()
-                                .any(crate::extensions::names_workspace)))
+                                .any(crate::extensions::names_workspace)
+                                || (!e.setting_vars.is_empty() && !e.mcp_servers.is_empty()))))
             })
     }
 
@@ -631,8 +634,15 @@ impl Daemon {
     /// open workspace, and each session sees it only where the extension
     /// is enabled (0.61's enablement, per directory); an entry naming
     /// `${workspacePath}` runs once per open trusted workspace where its
-    /// extension is enabled, seen by that workspace's sessions only.
+    /// extension is enabled, seen by that workspace's sessions only. The
+    /// extension's settings (`extension_settings.rs`: `.env`, keychain)
+    /// fill its entries and reach its stdio servers; where an open trusted
+    /// workspace gives them other values (0.61's workspace scope), its
+    /// servers get an instance of that workspace with those values.
+    /// Problems reading the values are reported (area
+    /// `extension settings`).
     fn set_extension_servers(&self) {
+        use crate::extension_settings::{Scope, merged, needs_workspace_instance, scope_values};
         let _serial = self
             .extension_servers
             .lock()
@@ -642,13 +652,21 @@ impl Daemon {
         let opened = self.discovery.mcp.open_roots();
         let trusted = |root: &std::path::Path| self.folder_trust(root).trusted;
         let plan = crate::extensions::server_plan(&found, &home, &opened, &trusted);
+        let mut keychain = crate::keychain::Keychain::new(
+            &self.config.user_gemini_dir,
+            crate::keychain::backend_from_env(),
+        );
+        let mut problems = Vec::new();
         let mut enablement = crate::discovery::mcp::Enablement {
             home,
             ..Default::default()
         };
         let mut shared = Vec::new();
+        let mut per_workspace: std::collections::BTreeMap<_, Vec<_>> = Default::default();
         for (ext, entries) in plan.shared {
-            let servers = with_settings_env(ext, entries, crate::discovery::EXTENSION_SCOPE);
+            let (user, read) = scope_values(ext, &Scope::User, &mut keychain);
+            problems.extend(read);
+            let servers = with_settings(&entries, &user, crate::discovery::EXTENSION_SCOPE);
             for server in &servers {
                 enablement
                     .overrides
@@ -656,19 +674,52 @@ impl Daemon {
                     .or_insert_with(|| ext.overrides.clone());
             }
             shared.extend(servers);
+            if ext.setting_vars.is_empty() {
+                continue;
+            }
+            for root in opened.iter().filter(|r| ext.enabled_for(r) && trusted(r)) {
+                let (own, read) = scope_values(ext, &Scope::Workspace(root), &mut keychain);
+                problems.extend(read);
+                let here = merged(user.clone(), own);
+                if needs_workspace_instance(&user, &here) {
+                    let scope = crate::discovery::mcp::extension_workspace_scope(root);
+                    per_workspace
+                        .entry(root.clone())
+                        .or_default()
+                        .extend(with_settings(&entries, &here, &scope));
+                }
+            }
         }
-        let mut per_workspace: std::collections::BTreeMap<_, Vec<_>> = Default::default();
         for (root, ext, entries) in plan.per_workspace {
+            let (values, read) =
+                crate::extension_settings::values_for(ext, Some(&root), &mut keychain);
+            problems.extend(read);
             let scope = crate::discovery::mcp::extension_workspace_scope(&root);
             per_workspace
                 .entry(root)
                 .or_default()
-                .extend(with_settings_env(ext, entries, &scope));
+                .extend(with_settings(&entries, &values, &scope));
         }
+        if let Some(watch) = self
+            .config_watch
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+        {
+            // A workspace's `.env` holds its values of the settings.
+            if found.iter().any(|e| !e.setting_vars.is_empty()) {
+                for root in &opened {
+                    watch.add_file(&root.join(".env"));
+                }
+            }
+        }
+        problems.extend(keychain.problems());
         self.discovery.mcp.set_enablement(enablement);
         for problem in self.discovery.set_extension_servers(shared, per_workspace) {
             tracing::warn!(problem = %problem, "extension MCP servers");
         }
+        let fresh = self.problems.set("extension settings", problems);
+        self.announce_problems(&fresh);
     }
 
     /// The context files of the extensions enabled for `root`.
@@ -802,21 +853,21 @@ fn extension_server_problems(ext: &crate::extensions::Extension) -> Vec<ConfigPr
         .collect()
 }
 
-/// `entries` (an extension's `mcpServers`) as servers of `scope`, with the
-/// extension's settings' values (`.env`) under each stdio entry's own
-/// `env` (0.61's order). Their problems are reported apart
-/// (`extensions::server_problems`).
-fn with_settings_env(
-    ext: &crate::extensions::Extension,
-    entries: serde_json::Map<String, serde_json::Value>,
+/// `entries` (an extension's `mcpServers`) as servers of `scope`, with
+/// its settings' `values` filling `$VAR` in them and under each stdio
+/// entry's own `env` (0.61's order). Their problems are reported apart
+/// (`extension_server_problems`).
+fn with_settings(
+    entries: &serde_json::Map<String, serde_json::Value>,
+    values: &[(String, String)],
     scope: &str,
 ) -> Vec<crate::discovery::settings::ServerConfig> {
-    let doc = serde_json::json!({ "mcpServers": entries });
+    let doc =
+        crate::extension_settings::substitute(serde_json::json!({ "mcpServers": entries }), values);
     let mut servers = crate::discovery::settings::parse(&doc, scope).servers;
-    let settings_env = ext.settings_env();
     for server in &mut servers {
         if let crate::discovery::settings::Transport::Stdio { env, .. } = &mut server.transport {
-            for (key, value) in &settings_env {
+            for (key, value) in values {
                 env.entry(key.clone()).or_insert_with(|| value.clone());
             }
         }

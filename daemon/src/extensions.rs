@@ -57,6 +57,14 @@ pub struct Extension {
     /// The manifest was read (a directory without one is no extension).
     pub loaded: bool,
     pub problems: Vec<ConfigProblem>,
+    /// 0.61's id (`extension_id.rs`): names its
+    /// keychain service.
+    pub id: String,
+    /// Each declared setting's `name`, by its `envVar`.
+    pub setting_names: Vec<(String, String)>,
+    /// The declared settings marked `sensitive: true` (their values are
+    /// in the keychain).
+    pub sensitive_vars: Vec<String>,
 }
 
 impl Extension {
@@ -73,21 +81,6 @@ impl Extension {
     /// Where 0.61 keeps the values of the extension's settings.
     pub fn env_file(&self) -> PathBuf {
         self.install_dir.join(".env")
-    }
-
-    /// The extension's settings as its stdio servers get them: the
-    /// variables its manifest declares (`settings[].envVar`) with their
-    /// values in its `.env` (a missing file or variable: none). The
-    /// server entry's own `env` wins over them, and the dangerous ones
-    /// (`LD_PRELOAD`, ...) are dropped with it (`child_env.rs`).
-    pub fn settings_env(&self) -> Vec<(String, String)> {
-        let Ok(text) = std::fs::read_to_string(self.env_file()) else {
-            return Vec::new();
-        };
-        crate::model::dotenv::parse(&text)
-            .into_iter()
-            .filter(|(k, _)| self.setting_vars.contains(k))
-            .collect()
     }
 }
 
@@ -134,6 +127,10 @@ pub fn watched_files(dir: &Path, found: &[Extension]) -> Vec<PathBuf> {
         files.extend(ext.context_files.iter().cloned());
         // Its hooks (`hooks/book.rs` reads them).
         files.push(ext.path.join("hooks").join("hooks.json"));
+    }
+    // Sensitive settings' values (0.61's FileKeychain).
+    if let Some(gemini_dir) = dir.parent() {
+        files.push(gemini_dir.join(crate::keychain::CREDENTIALS_FILE));
     }
     files.sort();
     files.dedup();
@@ -190,14 +187,16 @@ fn load_one(install_dir: &Path) -> Extension {
     };
     // A linked install: the files are at the link's source.
     let metadata = install_dir.join(INSTALL_METADATA);
+    let mut install: (Option<String>, Option<String>) = (None, None);
     if let Ok(text) = std::fs::read_to_string(&metadata) {
         match crate::jsonc::parse(&text) {
-            Ok(value) if value.get("type").and_then(Value::as_str) == Some("link") => {
-                if let Some(source) = value.get("source").and_then(Value::as_str) {
+            Ok(value) => {
+                let field = |k: &str| value.get(k).and_then(Value::as_str).map(str::to_owned);
+                install = (field("source"), field("type"));
+                if let (Some(source), Some("link")) = (&install.0, install.1.as_deref()) {
                     ext.path = PathBuf::from(source);
                 }
             }
-            Ok(_) => {}
             Err(e) => ext.problems.push(
                 ConfigProblem::new(
                     metadata.display().to_string(),
@@ -249,6 +248,8 @@ fn load_one(install_dir: &Path) -> Extension {
     };
     ext.loaded = true;
     read_manifest(&mut ext, &value, &manifest, &dir_name);
+    ext.id =
+        crate::extension_id::extension_id(&ext.name, install.0.as_deref(), install.1.as_deref());
     ext
 }
 
@@ -292,6 +293,27 @@ fn read_manifest(ext: &mut Extension, value: &Value, manifest: &Path, dir_name: 
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
+        .filter_map(|s| s.get("envVar").and_then(Value::as_str))
+        .filter(|v| !v.trim().is_empty())
+        .map(str::to_owned)
+        .collect();
+    ext.setting_names = value
+        .get("settings")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|s| {
+            let var = s.get("envVar").and_then(Value::as_str)?;
+            let name = s.get("name").and_then(Value::as_str).unwrap_or(var);
+            Some((var.to_owned(), name.to_owned()))
+        })
+        .collect();
+    ext.sensitive_vars = value
+        .get("settings")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|s| s.get("sensitive").and_then(Value::as_bool) == Some(true))
         .filter_map(|s| s.get("envVar").and_then(Value::as_str))
         .filter(|v| !v.trim().is_empty())
         .map(str::to_owned)

@@ -540,6 +540,21 @@ pub fn extension_info(
         exclude_tools: ext.exclude_tools.clone(),
         policies: ext.policy_dir.as_deref().map(shown),
         problems: ext.problems.iter().map(ToString::to_string).collect(),
+        settings: Vec::new(),
+    }
+}
+
+/// One resolved extension setting (never a sensitive value).
+pub fn extension_setting_info(
+    r: &crate::extension_settings::Resolved,
+) -> proto::extension::ExtensionSettingInfo {
+    proto::extension::ExtensionSettingInfo {
+        name: r.name.clone(),
+        env_var: r.env_var.clone(),
+        sensitive: r.sensitive,
+        scope: r.scope.map(str::to_owned),
+        source: r.source.clone(),
+        value: if r.sensitive { None } else { r.value.clone() },
     }
 }
 

@@ -24,4 +24,23 @@ pub struct ExtensionInfo {
     pub policies: Option<String>,
     /// What could not be read, one line each (file, line, what was kept).
     pub problems: Vec<String>,
+    /// Its declared settings as the directory asked about resolves them.
+    #[serde(default)]
+    pub settings: Vec<ExtensionSettingInfo>,
+}
+
+/// One declared setting (`settings[]` of the manifest) and where its
+/// value comes from; a sensitive value is never sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtensionSettingInfo {
+    pub name: String,
+    pub env_var: String,
+    pub sensitive: bool,
+    /// `user` or `workspace` when it has a value.
+    pub scope: Option<String>,
+    /// The `.env` file it is read from, or `keychain`.
+    pub source: Option<String>,
+    /// The value, when it is set and not sensitive.
+    pub value: Option<String>,
 }

@@ -9,7 +9,8 @@ use crate::command::{Ctx, Outcome, exit, outln, print_json};
 #[derive(clap::Subcommand)]
 pub enum ExtensionsCommand {
     /// Name, version, path, enabled, MCP servers, context files, excluded
-    /// tools, policies and problems of each extension
+    /// tools, policies, settings (where each value comes from) and
+    /// problems of each extension
     #[command(after_help = super::examples::EXTENSIONS_LIST)]
     List {
         /// Whether each is enabled for this directory [default: .]
@@ -53,6 +54,23 @@ fn print_extension(ext: &ExtensionInfo) {
     outln!("  context files: {}", list(&ext.context_files));
     outln!("  excluded tools: {}", list(&ext.exclude_tools));
     outln!("  policies: {}", ext.policies.as_deref().unwrap_or("-"));
+    for setting in &ext.settings {
+        let value = match (&setting.scope, &setting.value) {
+            (None, _) => "[not set]".to_owned(),
+            (Some(_), _) if setting.sensitive => "***".to_owned(),
+            (Some(_), Some(value)) => value.clone(),
+            (Some(_), None) => "?".to_owned(),
+        };
+        let from = match (&setting.scope, &setting.source) {
+            (Some(scope), Some(source)) => format!(" ({scope} - {source})"),
+            _ => String::new(),
+        };
+        outln!(
+            "  setting {} ({}): {value}{from}",
+            setting.name,
+            setting.env_var
+        );
+    }
     for problem in &ext.problems {
         outln!("  problem: {problem}");
     }

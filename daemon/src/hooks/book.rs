@@ -92,7 +92,7 @@ impl HookBook {
             })
             .collect();
         let mut layers: Vec<FileHooks> = layers;
-        layers.extend(self.extension_layers(root));
+        layers.extend(self.extension_layers(root, trusted));
         let mut set = HookSet::from_layers(layers);
         set.workspace_trusted = trusted;
         // Logged once per change (the set is kept until the next one);
@@ -106,13 +106,30 @@ impl HookBook {
 
 impl HookBook {
     /// The hooks of the extensions enabled for `root`, one layer each.
-    fn extension_layers(&self, root: &Path) -> Vec<FileHooks> {
+    /// Each hook gets its extension's settings as sessions in `root` see
+    /// them (the workspace's values over the user's when `trusted`).
+    fn extension_layers(&self, root: &Path, trusted: bool) -> Vec<FileHooks> {
         let (found, _) = crate::extensions::load_all(&self.user_gemini_dir.join("extensions"));
-        found
-            .iter()
-            .filter(|e| e.loaded && e.enabled_for(root))
-            .filter_map(|e| read_extension(&e.path, root))
-            .collect()
+        let mut keychain = crate::keychain::Keychain::new(
+            &self.user_gemini_dir,
+            crate::keychain::backend_from_env(),
+        );
+        let mut layers = Vec::new();
+        for ext in found.iter().filter(|e| e.loaded && e.enabled_for(root)) {
+            let Some(mut layer) = read_extension(&ext.path, root) else {
+                continue;
+            };
+            let (env, problems) =
+                crate::extension_settings::values_for(ext, trusted.then_some(root), &mut keychain);
+            layer
+                .problems
+                .extend(problems.iter().map(ToString::to_string));
+            for entry in &mut layer.entries {
+                entry.env = env.clone();
+            }
+            layers.push(layer);
+        }
+        layers
     }
 }
 

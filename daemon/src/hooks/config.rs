@@ -93,6 +93,9 @@ pub struct HookEntry {
     pub source: HookSource,
     /// False when `hooksConfig.disabled` names it.
     pub enabled: bool,
+    /// An extension hook's settings' values (`extension_settings.rs`),
+    /// set over the child environment as 0.61 does.
+    pub env: Vec<(String, String)>,
 }
 
 impl HookEntry {
@@ -237,6 +240,7 @@ fn read_definition(
                 description,
                 source: source.clone(),
                 enabled: true,
+                env: Vec::new(),
             }),
             Err(problem) => out.problems.push(problem),
         }

@@ -187,6 +187,12 @@ async fn spawn_and_wait(
         .arg(expand(&hook.command, env))
         .env_clear()
         .envs(crate::child_env::for_child_in(&env.cwd))
+        .envs(
+            hook.env
+                .iter()
+                .filter(|(k, _)| !crate::child_env::is_dangerous_override(k))
+                .map(|(k, v)| (k.as_str(), v.as_str())),
+        )
         .env("GEMINI_PROJECT_DIR", &cwd)
         .env("GEMINI_CWD", &cwd)
         .env("GEMINI_PLANS_DIR", &env.plans_dir)

@@ -415,15 +415,45 @@ impl GeminidApiServer for RpcHandler {
         &self,
         cwd: Option<String>,
     ) -> RpcResult<Vec<geminid_protocol::extension::ExtensionInfo>> {
-        let dir = cwd
-            .map(std::path::PathBuf::from)
-            .unwrap_or_else(|| self.daemon.home());
-        Ok(self
-            .daemon
-            .extensions()
-            .iter()
-            .map(|e| crate::wire::extension_info(e, &dir))
-            .collect())
+        // Workspace-scoped setting values count for a trusted folder asked
+        // about. Off the executor: the keychain may be a subprocess.
+        let daemon = self.daemon.clone();
+        let listed = tokio::task::spawn_blocking(move || {
+            let trusted = cwd
+                .as_deref()
+                .is_some_and(|c| daemon.folder_trust(std::path::Path::new(c)).trusted);
+            let dir = cwd
+                .map(std::path::PathBuf::from)
+                .unwrap_or_else(|| daemon.home());
+            let mut keychain = crate::keychain::Keychain::new(
+                &daemon.config.user_gemini_dir,
+                crate::keychain::backend_from_env(),
+            );
+            daemon
+                .extensions()
+                .iter()
+                .map(|e| {
+                    let mut info = crate::wire::extension_info(e, &dir);
+                    info.settings = crate::extension_settings::resolved(
+                        e,
+                        trusted.then_some(dir.as_path()),
+                        &mut keychain,
+                    )
+                    .iter()
+                    .map(crate::wire::extension_setting_info)
+                    .collect();
+                    info
+                })
+                .collect()
+        })
+        .await;
+        listed.map_err(|e| {
+            ErrorObjectOwned::owned(
+                code::INTERNAL_ERROR,
+                format!("extensions.list: {e}"),
+                None::<()>,
+            )
+        })
     }
 
     async fn list_mcp(&self) -> RpcResult<McpList> {
