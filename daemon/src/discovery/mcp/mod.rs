@@ -16,12 +16,14 @@
 //! fail at once with `unavailable` until it is back.
 
 mod announce;
+pub mod calls;
 pub mod connect;
 pub mod content;
 pub mod listing;
 pub mod oauth;
 mod ordered;
 pub mod probe;
+pub mod progress;
 pub mod resource_tools;
 pub mod resources;
 pub mod roots;

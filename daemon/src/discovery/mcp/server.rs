@@ -153,9 +153,11 @@ impl Server {
         open: super::roots::OpenRoots,
         sampling: Arc<super::sampling::SamplingDesk>,
     ) -> Arc<Server> {
-        let mut hooks = Hooks::default();
-        hooks.roots = Some(super::roots::RootsView::new(open, &config.scope));
-        hooks.sampling = Some(super::sampling::ServerSampling::new(&config.name, sampling));
+        let hooks = Hooks {
+            roots: Some(super::roots::RootsView::new(open, &config.scope)),
+            sampling: Some(super::sampling::ServerSampling::new(&config.name, sampling)),
+            ..Hooks::default()
+        };
         Self::with_hooks(config, hooks, ServerAuth::new(tokens, false))
     }
 
@@ -673,6 +675,9 @@ impl Server {
         let request = ClientRequest::CallToolRequest(Request::new(
             CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments),
         ));
+        // In flight from before the request goes out: a request the
+        // server makes at once finds the call (`calls.rs`).
+        let in_flight = self.hooks.calls.enter(output);
         let handle = match peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
@@ -686,7 +691,7 @@ impl Server {
             }
         };
         let id = handle.id.clone();
-        let _progress = self.hooks.watch_progress(&handle.progress_token, output);
+        in_flight.set_token(&handle.progress_token);
         let timeout = self.config.timeout;
         let answer = tokio::select! {
             answer = handle.await_response() => answer,
