@@ -113,6 +113,10 @@ pub struct Server {
     /// The URIs some session subscribed to: subscribed again on each new
     /// connection.
     subscribed: Mutex<std::collections::BTreeSet<String>>,
+    /// Held while a subscription changes (the set and the request), so a
+    /// subscribe and an unsubscribe of one URI reach the server in the
+    /// order the set changed.
+    subscribing: tokio::sync::Mutex<()>,
 }
 
 /// What the connection loop tells its owner.
@@ -192,6 +196,7 @@ impl Server {
             lost: Notify::new(),
             attempts: watch::channel(0).0,
             subscribed: Mutex::default(),
+            subscribing: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -268,6 +273,7 @@ impl Server {
                 self.name()
             )));
         }
+        let _changing = self.subscribing.lock().await;
         let newly = self
             .subscribed
             .lock()
@@ -289,8 +295,49 @@ impl Server {
         Ok(())
     }
 
+    /// Whether the server was asked for updates of `uri` (and is asked
+    /// again after a reconnect).
+    pub fn is_subscribed(&self, uri: &str) -> bool {
+        self.subscribed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(uri)
+    }
+
+    /// Every URI the server was asked for updates of.
+    pub fn subscribed_uris(&self) -> Vec<String> {
+        self.subscribed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    /// `resources/unsubscribe` of `uri`, unless `wanted` says a session
+    /// wants it again (checked while no subscription can change). The URI
+    /// is forgotten for later connections even when the server cannot be
+    /// told now (it is not connected, or refuses).
+    pub async fn unsubscribe(&self, uri: &str, wanted: impl Fn() -> bool) -> Result<(), String> {
+        let _changing = self.subscribing.lock().await;
+        if wanted() {
+            return Ok(());
+        }
+        let was = self
+            .subscribed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(uri);
+        let live = self.lock().live.clone();
+        let (true, Some((peer, _))) = (was, live) else {
+            return Ok(());
+        };
+        send_unsubscribe(&peer, uri, self.config.timeout).await
+    }
+
     /// Subscribes the new connection to what the last ones were.
     async fn resubscribe(&self, peer: &Peer<RoleClient>) {
+        let _changing = self.subscribing.lock().await;
         let uris: Vec<String> = self
             .subscribed
             .lock()
@@ -777,6 +824,20 @@ async fn send_subscribe(
     timeout: Duration,
 ) -> Result<(), String> {
     let sent = peer.subscribe(rmcp::model::SubscribeRequestParams::new(uri));
+    match tokio::time::timeout(timeout, sent).await {
+        Err(_) => Err("no answer".into()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Ok(_)) => Ok(()),
+    }
+}
+
+#[allow(deprecated)] // As `send_subscribe`.
+async fn send_unsubscribe(
+    peer: &Peer<RoleClient>,
+    uri: &str,
+    timeout: Duration,
+) -> Result<(), String> {
+    let sent = peer.unsubscribe(rmcp::model::UnsubscribeRequestParams::new(uri));
     match tokio::time::timeout(timeout, sent).await {
         Err(_) => Err("no answer".into()),
         Ok(Err(e)) => Err(e.to_string()),
