@@ -394,3 +394,105 @@ async fn a_subscription_ends_with_the_last_session_that_wants_it() {
     c.delete_session(b.clone()).await.expect("delete b");
     table_becomes(&c, &[]).await;
 }
+
+/// `gemctl mcp resources --subscribe URI`: a watcher started for a session
+/// prints each update of the resource as `server:uri` and unsubscribes
+/// when it stops, whichever way: the end of its input, a reader that went
+/// away (the next update finds the pipe closed), Ctrl-C.
+#[tokio::test(flavor = "multi_thread")]
+async fn gemctl_prints_a_resource_s_updates_until_stopped_then_unsubscribes() {
+    use std::process::Stdio;
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    let p = peers();
+    let d = daemon_with_settings(&json!({"mcpServers": {
+        "everything": {"command": everything(&p)}
+    }}));
+    let c = d.client().await;
+    connected(&c, &["everything"]).await;
+    let a = session(&c, &d, ApprovalMode::Yolo).await;
+    let one = "test://static/resource/1";
+    let listed = c
+        .mcp_resources(None)
+        .await
+        .expect("mcp.resources")
+        .resources[0]
+        .resource["uri"]
+        .as_str()
+        .expect("a listed uri")
+        .to_owned();
+    let watcher = |uri: &str, extra: &[&str]| {
+        let mut args = vec!["mcp", "resources", "--subscribe", uri, "--session", &a];
+        args.extend_from_slice(extra);
+        let mut cmd = tokio::process::Command::from(d.gemctl(&args));
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        cmd.spawn().expect("gemctl runs")
+    };
+    let exits_ok = |mut child: tokio::process::Child| async move {
+        let status = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait())
+            .await
+            .expect("gemctl ends")
+            .expect("status");
+        let mut err = String::new();
+        if let Some(mut stderr) = child.stderr.take() {
+            use tokio::io::AsyncReadExt;
+            let _ = stderr.read_to_string(&mut err).await;
+        }
+        assert!(status.success(), "{status:?}: {err}");
+    };
+
+    // No --server: the one server listing the URI.
+    let mut first = watcher(&listed, &[]);
+    table_becomes(&c, &[(&listed, &[&a], true)]).await;
+    let toggled = run(&c, &a, "toggle-subscriber-updates", json!({})).await;
+    assert_eq!(toggled.state, CallState::Success, "{toggled:#?}");
+    let mut lines = BufReader::new(first.stdout.take().expect("stdout")).lines();
+    let line = tokio::time::timeout(std::time::Duration::from_secs(60), lines.next_line())
+        .await
+        .expect("an update within 60 s")
+        .expect("readable")
+        .expect("a line");
+    assert_eq!(line, format!("everything:{listed}"));
+    // The end of its input stops it.
+    drop(first.stdin.take());
+    exits_ok(first).await;
+    table_becomes(&c, &[]).await;
+
+    // A reader that goes away: the next update (the server sends them
+    // every 5 s while toggled on) finds the pipe closed.
+    let mut second = watcher(one, &["--server", "everything"]);
+    table_becomes(&c, &[(one, &[&a], true)]).await;
+    drop(second.stdout.take());
+    exits_ok(second).await;
+    table_becomes(&c, &[]).await;
+
+    // Ctrl-C.
+    let third = watcher(one, &["--server", "everything"]);
+    table_becomes(&c, &[(one, &[&a], true)]).await;
+    let pid = third.id().expect("pid").to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    exits_ok(third).await;
+    table_becomes(&c, &[]).await;
+
+    // A URI no server lists needs --server.
+    let (code, _, err) = gemctl(
+        &d,
+        &[
+            "mcp",
+            "resources",
+            "--subscribe",
+            "test://nowhere",
+            "--session",
+            &a,
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--server"), "{err}");
+}

@@ -84,9 +84,25 @@ pub enum McpCommand {
     /// List the resources (and resource templates) of the connected
     /// servers, or of one
     #[command(
-        after_help = "Examples:\n  gemctl mcp resources\n  gemctl mcp resources everything\n  gemctl --json mcp resources"
+        after_help = "With --subscribe, subscribes a session (--session, else the current directory's latest) to URI and prints each update as `server:uri` (--json: the event) until Ctrl-C, end of stdin or a closed pipe, then unsubscribes.\n\nExamples:\n  gemctl mcp resources\n  gemctl mcp resources everything\n  gemctl --json mcp resources\n  gemctl mcp resources --subscribe test://static/resource/1 --server everything"
     )]
-    Resources { server: Option<String> },
+    Resources {
+        server: Option<String>,
+        /// Print the updates of this resource until stopped
+        #[arg(long, value_name = "URI")]
+        subscribe: Option<String>,
+        /// The resource's server (else the one server listing URI)
+        #[arg(
+            long = "server",
+            id = "server_name",
+            value_name = "NAME",
+            requires = "subscribe"
+        )]
+        server_name: Option<String>,
+        /// The session that subscribes (id or prefix)
+        #[arg(long, requires = "subscribe")]
+        session: Option<String>,
+    },
     /// Read one resource of a server (text to stdout; blobs named)
     #[command(
         after_help = "Examples:\n  gemctl mcp read everything test://static/resource/1\n  gemctl --json mcp read fs file:///tmp/a.txt"
@@ -156,7 +172,13 @@ pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
             let oauth = probe_oauth(client_id, client_secret);
             probe(ctx, call, args, headers, oauth, target).await
         }
-        McpCommand::Resources { server } => super::mcp_resources::list(ctx, server).await,
+        McpCommand::Resources {
+            server,
+            subscribe: Some(uri),
+            server_name,
+            session,
+        } => super::mcp_watch::watch(ctx, server_name.or(server), uri, session).await,
+        McpCommand::Resources { server, .. } => super::mcp_resources::list(ctx, server).await,
         McpCommand::Read { server, uri } => super::mcp_resources::read(ctx, server, uri).await,
         McpCommand::Prompt {
             server,
