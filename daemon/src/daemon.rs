@@ -209,6 +209,22 @@ impl Daemon {
                 }
             },
         ));
+        // A discovery-command run is news for every loaded session (their
+        // clients list the tools again).
+        let weak = Arc::downgrade(&daemon);
+        daemon.discovery.on_rediscovered(Arc::new(
+            move |state: &crate::discovery::CommandState| {
+                if let Some(daemon) = weak.upgrade() {
+                    daemon.sessions.announce_payload_where(
+                        geminid_protocol::event::EventPayload::ToolsRediscovered {
+                            tools: state.tools.clone(),
+                            problems: state.problems.clone(),
+                        },
+                        |_| true,
+                    );
+                }
+            },
+        ));
         // A session that leaves memory while idle wants no more resource
         // updates: the servers are told when it was the last to want one.
         let weak = Arc::downgrade(&daemon);
