@@ -195,8 +195,9 @@ impl Daemon {
                 },
             ))));
         // A resource a session subscribed to changed: an event of that
-        // session (loaded for it if it was unloaded; a deleted session's
-        // subscriptions are dropped).
+        // session (a session deleted or unloaded while idle has no
+        // subscriptions left: see `on_unloaded` below and
+        // `rpc::delete_session`).
         let weak = Arc::downgrade(&daemon);
         daemon.discovery.mcp.set_on_resource_updated(Arc::new(
             move |session: &str, server: &str, uri: &str| {
@@ -214,6 +215,30 @@ impl Daemon {
                 }
             },
         ));
+        // A discovery-command run is news for every loaded session (their
+        // clients list the tools again).
+        let weak = Arc::downgrade(&daemon);
+        daemon.discovery.on_rediscovered(Arc::new(
+            move |state: &crate::discovery::CommandState| {
+                if let Some(daemon) = weak.upgrade() {
+                    daemon.sessions.announce_payload_where(
+                        geminid_protocol::event::EventPayload::ToolsRediscovered {
+                            tools: state.tools.clone(),
+                            problems: state.problems.clone(),
+                        },
+                        |_| true,
+                    );
+                }
+            },
+        ));
+        // A session that leaves memory while idle wants no more resource
+        // updates: the servers are told when it was the last to want one.
+        let weak = Arc::downgrade(&daemon);
+        daemon.sessions.on_unloaded(Arc::new(move |session: &str| {
+            if let Some(daemon) = weak.upgrade() {
+                daemon.discovery.mcp.forget_session(session);
+            }
+        }));
         let weak = Arc::downgrade(&daemon);
         daemon
             .memory

@@ -700,3 +700,21 @@ pub fn action_of(action: geminid_protocol::question::AnswerAction) -> crate::que
         AnswerAction::Cancel => crate::questions::Action::Cancel,
     }
 }
+
+/// `mcp.subscriptions`: the subscription table on the wire.
+pub fn mcp_subscriptions(
+    list: Vec<crate::discovery::mcp::Subscription>,
+) -> geminid_protocol::mcp::McpSubscriptions {
+    geminid_protocol::mcp::McpSubscriptions {
+        subscriptions: list
+            .into_iter()
+            .map(|s| geminid_protocol::mcp::McpSubscription {
+                server: s.server,
+                scope: s.scope,
+                uri: s.uri,
+                sessions: s.sessions,
+                asked: s.asked,
+            })
+            .collect(),
+    }
+}

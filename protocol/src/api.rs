@@ -464,6 +464,26 @@ pub trait GeminidApi {
         uri: String,
     ) -> RpcResult<()>;
 
+    /// `mcp.unsubscribe {sessionId, server, uri}`: the session no longer
+    /// wants updates of `uri` on `server`; when no session does, the
+    /// server is told (`resources/unsubscribe`) and is not subscribed
+    /// again after a reconnect. Deleting a session, or its unload while
+    /// idle, does the same for all its subscriptions. Answers `ok`:
+    /// whether the session was subscribed. An unknown server or session
+    /// is invalid params.
+    #[method(name = "mcp.unsubscribe", param_kind = map)]
+    async fn mcp_unsubscribe(
+        &self,
+        #[argument(rename = "sessionId")] session_id: String,
+        server: String,
+        uri: String,
+    ) -> RpcResult<Ack>;
+
+    /// `mcp.subscriptions`: every resource some session subscribed to,
+    /// with its sessions and whether its server was asked for updates.
+    #[method(name = "mcp.subscriptions")]
+    async fn mcp_subscriptions(&self) -> RpcResult<crate::mcp::McpSubscriptions>;
+
     /// `mcp.logout {name}`: removes the stored OAuth token of the HTTP or
     /// SSE server `name` and reconnects it without one; answers with its
     /// state after that attempt (`needs_auth` for a server that wants a

@@ -241,6 +241,15 @@ pub enum EventPayload {
     /// waited on it may go on.
     #[serde(rename_all = "camelCase")]
     ElicitationCompleted { question_id: String, server: String },
+    /// The discovery command (`tools.discoveryCommand`) ran again
+    /// (`tool.rediscover`, or its settings changed): the discovered tools
+    /// are now `tools`; `problems` says what went wrong. Announced to
+    /// every loaded session (list the tools again for what is new).
+    #[serde(rename_all = "camelCase")]
+    ToolsRediscovered {
+        tools: Vec<String>,
+        problems: Vec<String>,
+    },
 }
 
 /// The final notification of a subscription the daemon ends itself (the

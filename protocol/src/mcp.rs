@@ -165,3 +165,23 @@ pub struct McpPromptResult {
     /// (`text`, `image`, `audio`, `resource`, `resource_link`).
     pub messages: Vec<Value>,
 }
+
+/// `mcp.subscriptions`: the resources sessions subscribed to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpSubscriptions {
+    pub subscriptions: Vec<McpSubscription>,
+}
+
+/// One subscribed resource: its server (and the server's settings scope:
+/// `user`, `extensions`, `workspace:<root>`), the sessions that want its
+/// updates, and whether the server was asked for them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpSubscription {
+    pub server: String,
+    pub scope: String,
+    pub uri: String,
+    pub sessions: Vec<String>,
+    pub asked: bool,
+}

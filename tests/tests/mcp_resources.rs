@@ -287,3 +287,218 @@ async fn resource_updates_reach_the_sessions_that_subscribed() {
     assert!(!seen_a.iter().any(updated(two)), "{seen_a:#?}");
     assert!(!seen_b.iter().any(updated(one)), "{seen_b:#?}");
 }
+
+/// The subscription table as `(uri, sessions, asked)`, in URI order.
+async fn table(c: &geminid_tests::Client) -> Vec<(String, Vec<String>, bool)> {
+    let mut list: Vec<_> = c
+        .mcp_subscriptions()
+        .await
+        .expect("mcp.subscriptions")
+        .subscriptions
+        .into_iter()
+        .map(|s| (s.uri, s.sessions, s.asked))
+        .collect();
+    list.sort();
+    list
+}
+
+/// Waits (60 s at most) until the table is `want`.
+async fn table_becomes(c: &geminid_tests::Client, want: &[(&str, &[&String], bool)]) {
+    let want: Vec<(String, Vec<String>, bool)> = want
+        .iter()
+        .map(|(uri, sessions, asked)| {
+            let mut sessions: Vec<String> = sessions.iter().map(|s| (*s).clone()).collect();
+            sessions.sort();
+            (uri.to_string(), sessions, *asked)
+        })
+        .collect();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let now = table(c).await;
+        if now == want {
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "subscriptions {now:?}, want {want:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+/// A resource stays subscribed while a session wants it: `mcp.unsubscribe`,
+/// deleting the session and its unload while idle each end the session's
+/// subscriptions, and the server is told (`resources/unsubscribe`: it
+/// leaves the table of what servers were asked) when the last one goes; a
+/// restart of the server asks again only for what is still wanted.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_subscription_ends_with_the_last_session_that_wants_it() {
+    let p = peers();
+    let mut d = geminid_tests::TestDaemon::start_with_env(&[("GEMINID_SESSION_IDLE", "1")]);
+    d.terminate();
+    let dir = d.home().join(".gemini");
+    std::fs::create_dir_all(&dir).expect("gemini dir");
+    let settings = json!({"mcpServers": {"everything": {"command": everything(&p)}}});
+    std::fs::write(dir.join("settings.json"), settings.to_string()).expect("settings");
+    d.spawn();
+    let c = d.client().await;
+    connected(&c, &["everything"]).await;
+    let a = session(&c, &d, ApprovalMode::Yolo).await;
+    let b = session(&c, &d, ApprovalMode::Yolo).await;
+    // Attached, so neither idles out; `idle` is not.
+    let _a_events = c.subscribe_session(a.clone(), None).await.unwrap();
+    let mut b_events = c.subscribe_session(b.clone(), None).await.unwrap();
+    let idle = session(&c, &d, ApprovalMode::Yolo).await;
+    let (one, two, three) = (
+        "test://static/resource/1",
+        "test://static/resource/2",
+        "test://static/resource/3",
+    );
+    let subscribe =
+        |s: &String, uri: &str| c.mcp_subscribe(s.clone(), "everything".into(), uri.into());
+    subscribe(&a, one).await.expect("a: one");
+    subscribe(&b, one).await.expect("b: one");
+    subscribe(&b, two).await.expect("b: two");
+    subscribe(&idle, three).await.expect("idle: three");
+    let unsubscribe =
+        |s: &String, uri: &str| c.mcp_unsubscribe(s.clone(), "everything".into(), uri.into());
+
+    // The unattached session idles out: its resource is nobody's.
+    table_becomes(&c, &[(one, &[&a, &b], true), (two, &[&b], true)]).await;
+
+    // One of two subscribers goes: the server stays subscribed.
+    assert!(unsubscribe(&a, one).await.expect("a: one").ok);
+    assert!(!unsubscribe(&a, one).await.expect("again").ok);
+    table_becomes(&c, &[(one, &[&b], true), (two, &[&b], true)]).await;
+
+    // The last one goes: the server is told.
+    assert!(unsubscribe(&b, two).await.expect("b: two").ok);
+    table_becomes(&c, &[(one, &[&b], true)]).await;
+    unsubscribe(&b, "test://static/resource/x")
+        .await
+        .map(|ack| assert!(!ack.ok))
+        .expect("never subscribed");
+    c.mcp_unsubscribe(a.clone(), "nope".into(), one.into())
+        .await
+        .expect_err("unknown server");
+
+    // A restart asks again for what is still wanted, only.
+    c.restart_mcp("everything".into(), None)
+        .await
+        .expect("restart");
+    connected(&c, &["everything"]).await;
+    table_becomes(&c, &[(one, &[&b], true)]).await;
+    // The new server process was asked: its updates reach the session.
+    let toggled = run(&c, &b, "toggle-subscriber-updates", json!({})).await;
+    assert_eq!(toggled.state, CallState::Success, "{toggled:#?}");
+    geminid_tests::collect_until(&mut b_events, |e| {
+        matches!(&e.payload, geminid_protocol::event::EventPayload::McpResourceUpdated { uri, .. } if uri == one)
+    })
+    .await;
+
+    // Deleting the session ends the rest.
+    c.delete_session(b.clone()).await.expect("delete b");
+    table_becomes(&c, &[]).await;
+}
+
+/// `gemctl mcp resources --subscribe URI`: a watcher started for a session
+/// prints each update of the resource as `server:uri` and unsubscribes
+/// when it stops, whichever way: the end of its input, a reader that went
+/// away (the next update finds the pipe closed), Ctrl-C.
+#[tokio::test(flavor = "multi_thread")]
+async fn gemctl_prints_a_resource_s_updates_until_stopped_then_unsubscribes() {
+    use std::process::Stdio;
+    use tokio::io::{AsyncBufReadExt, BufReader};
+
+    let p = peers();
+    let d = daemon_with_settings(&json!({"mcpServers": {
+        "everything": {"command": everything(&p)}
+    }}));
+    let c = d.client().await;
+    connected(&c, &["everything"]).await;
+    let a = session(&c, &d, ApprovalMode::Yolo).await;
+    let one = "test://static/resource/1";
+    let listed = c
+        .mcp_resources(None, Some(a.clone()), None, None)
+        .await
+        .expect("mcp.resources")
+        .resources[0]
+        .resource["uri"]
+        .as_str()
+        .expect("a listed uri")
+        .to_owned();
+    let watcher = |uri: &str, extra: &[&str]| {
+        let mut args = vec!["mcp", "resources", "--subscribe", uri, "--session", &a];
+        args.extend_from_slice(extra);
+        let mut cmd = tokio::process::Command::from(d.gemctl(&args));
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true);
+        cmd.spawn().expect("gemctl runs")
+    };
+    let exits_ok = |mut child: tokio::process::Child| async move {
+        let status = tokio::time::timeout(std::time::Duration::from_secs(60), child.wait())
+            .await
+            .expect("gemctl ends")
+            .expect("status");
+        let mut err = String::new();
+        if let Some(mut stderr) = child.stderr.take() {
+            use tokio::io::AsyncReadExt;
+            let _ = stderr.read_to_string(&mut err).await;
+        }
+        assert!(status.success(), "{status:?}: {err}");
+    };
+
+    // No --server: the one server listing the URI.
+    let mut first = watcher(&listed, &[]);
+    table_becomes(&c, &[(&listed, &[&a], true)]).await;
+    let toggled = run(&c, &a, "toggle-subscriber-updates", json!({})).await;
+    assert_eq!(toggled.state, CallState::Success, "{toggled:#?}");
+    let mut lines = BufReader::new(first.stdout.take().expect("stdout")).lines();
+    let line = tokio::time::timeout(std::time::Duration::from_secs(60), lines.next_line())
+        .await
+        .expect("an update within 60 s")
+        .expect("readable")
+        .expect("a line");
+    assert_eq!(line, format!("everything:{listed}"));
+    // The end of its input stops it.
+    drop(first.stdin.take());
+    exits_ok(first).await;
+    table_becomes(&c, &[]).await;
+
+    // A reader that goes away: the next update (the server sends them
+    // every 5 s while toggled on) finds the pipe closed.
+    let mut second = watcher(one, &["--server", "everything"]);
+    table_becomes(&c, &[(one, &[&a], true)]).await;
+    drop(second.stdout.take());
+    exits_ok(second).await;
+    table_becomes(&c, &[]).await;
+
+    // Ctrl-C.
+    let third = watcher(one, &["--server", "everything"]);
+    table_becomes(&c, &[(one, &[&a], true)]).await;
+    let pid = third.id().expect("pid").to_string();
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status()
+        .expect("kill");
+    assert!(killed.success());
+    exits_ok(third).await;
+    table_becomes(&c, &[]).await;
+
+    // A URI no server lists needs --server.
+    let (code, _, err) = gemctl(
+        &d,
+        &[
+            "mcp",
+            "resources",
+            "--subscribe",
+            "test://nowhere",
+            "--session",
+            &a,
+        ],
+    );
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("--server"), "{err}");
+}

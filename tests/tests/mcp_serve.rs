@@ -731,3 +731,64 @@ async fn a_new_daemon_server_announces_a_changed_tool_list() {
     let (after, _) = server.call("tools/list", json!({})).await;
     assert!(names(&after).iter().any(|n| n == "echo"), "{after}");
 }
+
+/// `tool.rediscover` runs the discovery command again: when the tools it
+/// declares changed, the connected client is told
+/// (`notifications/tools/list_changed`) and its next `tools/list` has
+/// them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rediscovery_announces_a_changed_tool_list() {
+    let mut d = TestDaemon::start();
+    let decls = d.home().join("declarations.json");
+    let declare = |name: &str| {
+        std::fs::write(
+            &decls,
+            json!([{"name": name, "description": "a discovered tool"}]).to_string(),
+        )
+        .expect("declarations")
+    };
+    declare("first_tool");
+    d.terminate();
+    let dir = d.home().join(".gemini");
+    std::fs::create_dir_all(&dir).expect("gemini dir");
+    let discover = format!("cat '{}'", decls.display());
+    std::fs::write(
+        dir.join("settings.json"),
+        json!({"tools": {"discoveryCommand": discover, "callCommand": "true"}}).to_string(),
+    )
+    .expect("settings");
+    d.spawn();
+    let c = d.client().await;
+    // The first run is over before the client connects.
+    peers::wait_list(&c, 30, |l| {
+        l.command
+            .as_ref()
+            .is_some_and(|s| s.tools == ["first_tool"])
+    })
+    .await;
+
+    let ws = d.workspace.display().to_string();
+    let mut server = StdioPeer::spawn(d.gemctl(&["mcp", "serve", "--cwd", &ws, "--mode", "yolo"]));
+    initialize(&mut server).await;
+    let names = |r: &Value| -> Vec<String> {
+        r["result"]["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .map(|t| t["name"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    };
+    let (before, _) = server.call("tools/list", json!({})).await;
+    assert!(names(&before).iter().any(|n| n == "first_tool"), "{before}");
+
+    declare("second_tool");
+    let state = c.rediscover_tools(None).await.expect("tool.rediscover");
+    assert_eq!(state.tools, ["second_tool"], "{state:#?}");
+    server
+        .until(|m| m["method"] == "notifications/tools/list_changed")
+        .await;
+    let (after, _) = server.call("tools/list", json!({})).await;
+    let after = names(&after);
+    assert!(after.iter().any(|n| n == "second_tool"), "{after:?}");
+    assert!(!after.iter().any(|n| n == "first_tool"), "{after:?}");
+}

@@ -805,6 +805,10 @@ impl Chat<'_> {
                 self.view
                     .print(&s.dim(&format!("mcp resource updated: {server}:{uri}")));
             }
+            EventPayload::ToolsRediscovered { .. } => {
+                self.view
+                    .print(&s.dim(&crate::cli::render::rediscovered_line(&event.payload)));
+            }
             EventPayload::HookRun { decision, .. } => {
                 if let Some(line) = crate::command::hook_run_line(&event.payload) {
                     let line = match decision.as_str() {

@@ -85,12 +85,23 @@ pub enum McpCommand {
     /// List the resources (and resource templates) of the connected
     /// servers a workspace's sessions see (the model's view), or of one
     #[command(
-        after_help = "Examples:\n  gemctl mcp resources\n  gemctl mcp resources everything\n  gemctl mcp resources --session $S\n  gemctl mcp resources --all     # every server of the daemon, with its scope\n  gemctl --json mcp resources"
+        after_help = "With --subscribe, subscribes a session (--session, else the current directory's latest) to URI and prints each update as `server:uri` (--json: the event) until Ctrl-C, end of stdin or a closed pipe, then unsubscribes.\n\nExamples:\n  gemctl mcp resources\n  gemctl mcp resources everything\n  gemctl mcp resources --session $S\n  gemctl mcp resources --all     # every server of the daemon, with its scope\n  gemctl --json mcp resources\n  gemctl mcp resources --subscribe test://static/resource/1 --server everything"
     )]
     Resources {
         server: Option<String>,
         #[command(flatten)]
         seen: super::mcp_resources::Seen,
+        /// Print the updates of this resource until stopped
+        #[arg(long, value_name = "URI", conflicts_with_all = ["cwd", "all"])]
+        subscribe: Option<String>,
+        /// The resource's server (else the one server listing URI)
+        #[arg(
+            long = "server",
+            id = "server_name",
+            value_name = "NAME",
+            requires = "subscribe"
+        )]
+        server_name: Option<String>,
     },
     /// Read one resource of a server (text to stdout; blobs named)
     #[command(
@@ -161,7 +172,13 @@ pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
             let oauth = probe_oauth(client_id, client_secret);
             probe(ctx, call, args, headers, oauth, target).await
         }
-        McpCommand::Resources { server, seen } => {
+        McpCommand::Resources {
+            server,
+            subscribe: Some(uri),
+            server_name,
+            seen,
+        } => super::mcp_watch::watch(ctx, server_name.or(server), uri, seen.session).await,
+        McpCommand::Resources { server, seen, .. } => {
             super::mcp_resources::list(ctx, server, seen).await
         }
         McpCommand::Read { server, uri } => super::mcp_resources::read(ctx, server, uri).await,

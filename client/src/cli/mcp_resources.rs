@@ -28,7 +28,7 @@ fn line(server: &str, resource: &Value, uri_key: &str) -> String {
 pub struct Seen {
     /// What this session's workspace sees
     #[arg(long, conflicts_with_all = ["cwd", "all"])]
-    session: Option<String>,
+    pub session: Option<String>,
     /// What a session in this directory sees [default: the current
     /// directory]
     #[arg(long, conflicts_with = "all")]

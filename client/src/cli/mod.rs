@@ -14,6 +14,7 @@ mod extensions;
 mod hooks;
 mod mcp;
 mod mcp_resources;
+mod mcp_watch;
 mod memory;
 mod policy;
 mod prompt;

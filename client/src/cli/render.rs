@@ -258,8 +258,25 @@ pub fn event_line(event: &SessionEvent) -> Option<String> {
         EventPayload::McpResourceUpdated { server, uri } => {
             format!("mcp resource updated: {server}:{uri}")
         }
+        EventPayload::ToolsRediscovered { .. } => rediscovered_line(&event.payload),
     };
     Some(format!("#{seq} {text}"))
+}
+
+/// A `toolsRediscovered` event in words; empty for other events.
+pub fn rediscovered_line(payload: &EventPayload) -> String {
+    let EventPayload::ToolsRediscovered { tools, problems } = payload else {
+        return String::new();
+    };
+    let mut line = format!("tools rediscovered: {}", tools.len());
+    if !problems.is_empty() {
+        line.push_str(&format!(
+            " ({} problems: {})",
+            problems.len(),
+            problems.join("; ")
+        ));
+    }
+    line
 }
 
 /// What a prompt's references read and left out, in one line.

@@ -9,7 +9,10 @@ use crate::command::{Ctx, Failure, Outcome, exit, outln, print_json};
 
 /// The session a command means: the one given (id or prefix), else the
 /// most recently active session of the current directory.
-async fn session_of(client: &crate::Client, given: Option<&str>) -> Result<String, Failure> {
+pub(crate) async fn session_of(
+    client: &crate::Client,
+    given: Option<&str>,
+) -> Result<String, Failure> {
     if let Some(given) = given {
         return crate::command::resolve_session(client, given).await;
     }

@@ -1,6 +1,7 @@
 //! `notifications/tools/list_changed` for the connected client: the
 //! served session's events are followed from `initialized` on, and when an
-//! MCP server of the daemon connects or goes (`mcpServerStatus`), and each
+//! MCP server of the daemon connects or goes (`mcpServerStatus`), when the
+//! discovery command ran again (`toolsRediscovered`), and each
 //! time the events are followed anew, the tool list is fetched again; a
 //! list whose names differ from those the client was last given is
 //! announced (once, until the client lists again).
@@ -46,8 +47,10 @@ pub async fn follow(link: Arc<Link>, peer: Peer<RoleServer>, listed: Listed) {
                 return;
             }
             while let Some(Ok(event)) = events.next().await {
-                if matches!(event.payload, EventPayload::McpServerStatus { .. })
-                    && !check(&link, &peer, &listed).await
+                if matches!(
+                    event.payload,
+                    EventPayload::McpServerStatus { .. } | EventPayload::ToolsRediscovered { .. }
+                ) && !check(&link, &peer, &listed).await
                 {
                     return;
                 }

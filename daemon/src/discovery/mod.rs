@@ -57,7 +57,12 @@ pub struct Discovery {
     workspaces: Mutex<BTreeSet<PathBuf>>,
     /// Serializes discovery-command runs.
     rediscovering: tokio::sync::Mutex<()>,
+    /// Told of each discovery-command run (the daemon announces it).
+    on_rediscovered: Mutex<Option<RediscoveredFn>>,
 }
+
+/// Receives the state after each discovery-command run.
+pub type RediscoveredFn = Arc<dyn Fn(&CommandState) + Send + Sync>;
 
 impl Discovery {
     pub fn new(
@@ -73,7 +78,16 @@ impl Discovery {
             command: Mutex::new(None),
             workspaces: Mutex::new(BTreeSet::new()),
             rediscovering: tokio::sync::Mutex::new(()),
+            on_rediscovered: Mutex::new(None),
         })
+    }
+
+    /// From now on, `hook` is told of every discovery-command run.
+    pub fn on_rediscovered(&self, hook: RediscoveredFn) {
+        *self
+            .on_rediscovered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(hook);
     }
 
     /// Starts the user layer in the background: never blocks the caller.
@@ -273,8 +287,23 @@ impl Discovery {
     /// Runs the discovery command (from the user settings, read again) in
     /// `cwd` and replaces the discovered tools. A failed run removes none of
     /// the previous tools (the old set stays usable) and is reported.
+    /// Whoever set `on_rediscovered` is told (clients then list the tools
+    /// again: `mcp serve` sends `notifications/tools/list_changed`).
     pub async fn rediscover(&self, cwd: &Path) -> CommandState {
         let _one_at_a_time = self.rediscovering.lock().await;
+        let state = self.run_discovery(cwd).await;
+        let hook = self
+            .on_rediscovered
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(hook) = hook {
+            hook(&state);
+        }
+        state
+    }
+
+    async fn run_discovery(&self, cwd: &Path) -> CommandState {
         let loaded = settings::load(&self.user_settings, "user");
         let Some(discovery) = loaded.discovery_command else {
             let state = CommandState {

@@ -5,6 +5,7 @@ use geminid_protocol::error as code;
 use std::collections::BTreeMap;
 
 use geminid_protocol::mcp::{McpPromptResult, McpReadResult, McpResource, McpResources};
+use geminid_protocol::session::Ack;
 use jsonrpsee::core::RpcResult;
 use serde_json::Value;
 
@@ -99,6 +100,28 @@ pub async fn subscribe(
         .subscribe(&session_id, &root, &server, &uri)
         .await
         .map_err(failure)
+}
+
+pub async fn unsubscribe(
+    daemon: &Daemon,
+    session_id: String,
+    server: String,
+    uri: String,
+) -> RpcResult<Ack> {
+    let Ok(session) = daemon.sessions.get(&session_id) else {
+        return Err(rpc_error(
+            code::INVALID_PARAMS,
+            format!("no session {session_id:?}"),
+        ));
+    };
+    let root = std::path::PathBuf::from(&session.cwd);
+    let ok = daemon
+        .discovery
+        .mcp
+        .unsubscribe(&session_id, &root, &server, &uri)
+        .await
+        .map_err(failure)?;
+    Ok(Ack { ok })
 }
 
 fn failure(e: McpError) -> jsonrpsee::types::ErrorObjectOwned {

@@ -222,6 +222,8 @@ impl GeminidApiServer for RpcHandler {
     async fn delete_session(&self, session_id: String) -> RpcResult<Ack> {
         let root = self.session(&session_id)?.cwd.clone();
         self.daemon.sessions.delete(&session_id).await?;
+        // Its resource subscriptions go with it.
+        self.daemon.discovery.mcp.forget_session(&session_id);
         // Its workspace stays a root of the MCP servers (and keeps the
         // extensions' instances for it) while another session has it.
         if let Ok(sessions) = self.daemon.sessions.list()
@@ -589,6 +591,21 @@ impl GeminidApiServer for RpcHandler {
         uri: String,
     ) -> RpcResult<()> {
         mcp_resources::subscribe(&self.daemon, session_id, server, uri).await
+    }
+
+    async fn mcp_unsubscribe(
+        &self,
+        session_id: String,
+        server: String,
+        uri: String,
+    ) -> RpcResult<Ack> {
+        mcp_resources::unsubscribe(&self.daemon, session_id, server, uri).await
+    }
+
+    async fn mcp_subscriptions(&self) -> RpcResult<geminid_protocol::mcp::McpSubscriptions> {
+        Ok(crate::wire::mcp_subscriptions(
+            self.daemon.discovery.mcp.subscriptions(),
+        ))
     }
 
     async fn mcp_prompt(

@@ -70,7 +70,14 @@ pub(super) struct Unloader {
     /// Sessions that left memory while idle and were not loaded since:
     /// loading one again is a reload, not a resume.
     unloaded: Arc<Mutex<HashSet<String>>>,
+    /// Told of each unload (`SessionManager::on_unloaded`).
+    on_unloaded: Arc<Mutex<Option<UnloadedFn>>>,
 }
+
+/// Told the id of a session that left memory while idle; called under the
+/// lock of the loaded sessions (so no request loads it again meanwhile):
+/// it must not reach for sessions.
+pub type UnloadedFn = Arc<dyn Fn(&str) + Send + Sync>;
 
 impl Unloader {
     pub fn new(live: Live, after: Option<Duration>) -> Self {
@@ -79,7 +86,13 @@ impl Unloader {
             after,
             trimming: Arc::new(AtomicBool::new(false)),
             unloaded: Arc::default(),
+            on_unloaded: Arc::default(),
         }
+    }
+
+    /// From now on, `hook` is told of every unload.
+    pub fn on_unloaded(&self, hook: UnloadedFn) {
+        *self.on_unloaded.lock().unwrap_or_else(|e| e.into_inner()) = Some(hook);
     }
 
     /// Whether session `id` left memory while idle (and is not loaded).
@@ -113,6 +126,14 @@ impl Unloader {
         // Noted before the map's lock is released: a request that loads
         // the session again sees it as a reload.
         self.unloaded_ids().insert(id.to_owned());
+        let hook = self
+            .on_unloaded
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(hook) = hook {
+            hook(id);
+        }
         drop(live);
         self.trim_soon();
         true

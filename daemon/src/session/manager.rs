@@ -96,6 +96,12 @@ impl SessionManager {
         *self.on_loaded.lock().unwrap_or_else(|e| e.into_inner()) = Some(hook);
     }
 
+    /// From now on, `hook` is told of every session unloaded while idle
+    /// (see `idle.rs::UnloadedFn`).
+    pub fn on_unloaded(&self, hook: super::idle::UnloadedFn) {
+        self.unloader.on_unloaded(hook);
+    }
+
     /// The daemon's places the sandbox hides or holds read-only.
     pub fn sandbox_places(&self) -> std::sync::Arc<crate::sandbox::DaemonPlaces> {
         self.deps.sandbox_places.clone()

@@ -1,5 +1,6 @@
 //! Opening one MCP connection: the transport for each kind of server and
-//! the client-side handler (progress, list changes, elicitation).
+//! the client-side handler (list changes, elicitation, sampling, roots;
+//! whose a request is: `calls.rs`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::process::Stdio;
@@ -8,7 +9,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-    Implementation, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    Implementation, ProtocolVersion,
 };
 use rmcp::service::{NotificationContext, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
@@ -23,7 +24,6 @@ use super::ordered::InOrder;
 use super::sse;
 use super::stdio::ChildTransport;
 use crate::discovery::settings::Transport;
-use crate::tools::OutputSink;
 
 /// How long connecting (spawn or HTTP, then `initialize`) may take.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -48,21 +48,15 @@ pub enum ConnectError {
     Timeout(Duration),
 }
 
-/// A call's progress goes out at most this often; what arrives in between
-/// is batched into one output delta.
-const PROGRESS_EVERY: Duration = Duration::from_millis(100);
-/// How much progress text one batch keeps (the newest lines; older ones
-/// are counted as skipped).
-const PROGRESS_KEEP_BYTES: usize = 16 * 1024;
-
 /// Receives the URI of a `notifications/resources/updated`.
 pub type UriFn = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// What a connection's handler shares with the rest of the daemon.
 #[derive(Default)]
 pub struct Hooks {
-    /// Progress tokens of calls in flight, and where their progress goes.
-    progress: Mutex<HashMap<String, Arc<Progress>>>,
+    /// The calls in flight, and whose a request of the server is
+    /// (`calls.rs`).
+    pub calls: super::calls::Calls,
     /// Fired on `notifications/tools/list_changed` (and prompts).
     pub lists_changed: Notify,
     /// The server's configured name (who asks an elicitation's question).
@@ -83,193 +77,21 @@ pub struct Hooks {
     pub resource_updated: Mutex<Option<UriFn>>,
     /// URL-mode elicitations not yet completed, by `elicitationId`:
     /// `notifications/elicitation/complete` notifies their question.
-    url_elicitations: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
+    pub url_elicitations: Mutex<HashMap<String, Arc<tokio::sync::Notify>>>,
 }
 
 impl Hooks {
-    /// Where an elicitation's question goes: the call whose progress
-    /// token the request names, else the one owner (session, or probe)
-    /// of every call in flight on this connection. None: no call, or
-    /// calls of several sessions (the request does not say whose).
-    pub fn asker_for_elicitation(
-        &self,
-        token: Option<&ProgressToken>,
-    ) -> Result<crate::questions::Asker, String> {
-        let progress = self.progress.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(asker) = token
-            .and_then(|t| progress.get(&token_key(t)))
-            .and_then(|p| p.sink.asker())
-        {
-            return Ok(asker.clone());
-        }
-        let askers: Vec<&crate::questions::Asker> =
-            progress.values().filter_map(|p| p.sink.asker()).collect();
-        match askers.as_slice() {
-            [] => Err("no call that can ask is in flight on this connection".into()),
-            [one] => Ok((*one).clone()),
-            [first, rest @ ..] if rest.iter().all(|a| a.owner == first.owner) => {
-                // Calls of one session: the question is the session's,
-                // not tied to one of them.
-                let mut asker = (*first).clone();
-                asker.call_id = None;
-                Ok(asker)
-            }
-            _ => Err(format!(
-                "calls of {} sessions are in flight on this connection and the request names none",
-                askers
-                    .iter()
-                    .map(|a| a.owner.as_str())
-                    .collect::<std::collections::BTreeSet<_>>()
-                    .len()
-            )),
-        }
-    }
-
     /// A stdio server wrote a line that is not JSON.
     pub fn report_invalid_json(&self, problem: String) {
         tracing::warn!(%problem, "an MCP server wrote a line that is not JSON");
         self.invalid_json.send_replace(Some(problem));
-    }
-
-    /// Sends one progress notification to the call that asked for it
-    /// (called in arrival order, see `ordered.rs`).
-    pub fn route_progress(&self, params: &ProgressNotificationParam) {
-        let progress = self
-            .progress
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&token_key(&params.progress_token))
-            .cloned();
-        let Some(progress) = progress else {
-            return;
-        };
-        let amount = match params.total {
-            Some(total) => format!("{}/{}", params.progress, total),
-            None => params.progress.to_string(),
-        };
-        let line = match &params.message {
-            Some(message) => format!("[{amount}] {message}\n"),
-            None => format!("[{amount}]\n"),
-        };
-        progress.push(line);
-    }
-
-    pub fn watch_progress(&self, token: &ProgressToken, sink: OutputSink) -> ProgressGuard<'_> {
-        let key = token_key(token);
-        let progress = Arc::new(Progress {
-            sink,
-            pending: Mutex::new(Pending::default()),
-        });
-        self.progress
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key.clone(), progress.clone());
-        ProgressGuard {
-            hooks: self,
-            key,
-            progress,
-        }
-    }
-}
-
-/// One call's progress on its way to the call's output. A server may send
-/// thousands of notifications a second; each would be an event in the
-/// session's log, so they go out in batches, at most one per
-/// [`PROGRESS_EVERY`], of at most [`PROGRESS_KEEP_BYTES`].
-pub struct Progress {
-    sink: OutputSink,
-    pending: Mutex<Pending>,
-}
-
-#[derive(Default)]
-struct Pending {
-    lines: std::collections::VecDeque<String>,
-    bytes: usize,
-    skipped: u64,
-    last_sent: Option<tokio::time::Instant>,
-    flush_scheduled: bool,
-}
-
-impl Progress {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
-        self.pending.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    fn push(self: &Arc<Self>, line: String) {
-        let mut p = self.lock();
-        p.bytes += line.len();
-        p.lines.push_back(line);
-        while p.bytes > PROGRESS_KEEP_BYTES && p.lines.len() > 1 {
-            if let Some(old) = p.lines.pop_front() {
-                p.bytes -= old.len();
-                p.skipped += 1;
-            }
-        }
-        if p.flush_scheduled {
-            return;
-        }
-        let now = tokio::time::Instant::now();
-        match p.last_sent {
-            Some(at) if now < at + PROGRESS_EVERY => {
-                p.flush_scheduled = true;
-                let this = self.clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep_until(at + PROGRESS_EVERY).await;
-                    this.flush(&mut this.lock());
-                });
-            }
-            Some(_) | None => self.flush(&mut p),
-        }
-    }
-
-    /// Sends what is pending (under the lock, so batches stay in order).
-    fn flush(&self, p: &mut Pending) {
-        p.flush_scheduled = false;
-        if p.lines.is_empty() {
-            return;
-        }
-        let mut text = String::with_capacity(p.bytes + 64);
-        if p.skipped > 0 {
-            text.push_str(&format!(
-                "[... {} progress updates skipped ...]\n",
-                p.skipped
-            ));
-        }
-        text.extend(p.lines.drain(..));
-        p.bytes = 0;
-        p.skipped = 0;
-        p.last_sent = Some(tokio::time::Instant::now());
-        self.sink.send(text);
-    }
-}
-
-/// Stops routing a call's progress when the call is over, after sending
-/// what is still pending.
-pub struct ProgressGuard<'a> {
-    hooks: &'a Hooks,
-    key: String,
-    progress: Arc<Progress>,
-}
-
-impl Drop for ProgressGuard<'_> {
-    fn drop(&mut self) {
-        self.hooks
-            .progress
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .remove(&self.key);
-        self.progress.flush(&mut self.progress.lock());
     }
 }
 
 /// Progress for [`InOrder`]: to the call that asked for it.
 fn route_progress(hooks: &Arc<Hooks>) -> super::ordered::RouteProgress {
     let hooks = hooks.clone();
-    Arc::new(move |params| hooks.route_progress(params))
-}
-
-fn token_key(token: &ProgressToken) -> String {
-    serde_json::to_string(token).unwrap_or_default()
+    Arc::new(move |params| hooks.calls.route_progress(params))
 }
 
 /// The client side of one connection.
@@ -408,7 +230,7 @@ impl ClientHandler for Handler {
             .as_ref()
             .and_then(|m| m.get_progress_token())
             .or_else(|| context.meta.get_progress_token());
-        let asker = match self.0.asker_for_elicitation(token.as_ref()) {
+        let asker = match self.0.calls.asker_for(token.as_ref()) {
             Ok(asker) => asker,
             Err(why) => {
                 tracing::warn!(%server, "declined an elicitation: {why}");
@@ -458,9 +280,15 @@ impl ClientHandler for Handler {
     async fn create_message(
         &self,
         params: rmcp::model::CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
-        super::sampling::answer(self.0.sampling.as_deref(), params).await
+        let token = params
+            .meta
+            .as_ref()
+            .and_then(|m| m.get_progress_token())
+            .or_else(|| context.meta.get_progress_token());
+        let whose = self.0.calls.asker_for(token.as_ref());
+        super::sampling::answer(self.0.sampling.as_deref(), whose, params).await
     }
 
     fn get_info(&self) -> ClientConfig {
@@ -645,45 +473,5 @@ async fn connect_inner(
                 group: None,
             })
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[tokio::test]
-    async fn a_progress_flood_is_batched_and_the_rest_flushed_at_the_end() {
-        let sent = Arc::new(Mutex::new(Vec::<String>::new()));
-        let hooks = Hooks::default();
-        let sink = {
-            let sent = sent.clone();
-            OutputSink::new(move |text| sent.lock().unwrap().push(text))
-        };
-        let token = ProgressToken(rmcp::model::NumberOrString::Number(7));
-        let guard = hooks.watch_progress(&token, sink);
-        let progress = hooks.progress.lock().unwrap().get("7").cloned().unwrap();
-        for i in 0..2000 {
-            progress.push(format!("[{i}/2000] {}\n", "x".repeat(80)));
-        }
-        drop(guard);
-        tokio::time::sleep(PROGRESS_EVERY * 2).await;
-        let sent = sent.lock().unwrap();
-        // The first line at once, everything else in one batch when the
-        // call ended (the scheduled flush then finds nothing).
-        assert_eq!(
-            sent.len(),
-            2,
-            "{:?}",
-            sent.iter().map(String::len).collect::<Vec<_>>()
-        );
-        assert!(sent[0].starts_with("[0/2000]"), "{}", sent[0]);
-        assert!(sent[1].starts_with("[... "), "{}", &sent[1][..40]);
-        assert!(sent[1].ends_with(&format!("[1999/2000] {}\n", "x".repeat(80))));
-        assert!(
-            sent[1].len() <= PROGRESS_KEEP_BYTES + 64,
-            "{}",
-            sent[1].len()
-        );
     }
 }

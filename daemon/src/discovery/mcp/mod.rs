@@ -16,12 +16,14 @@
 //! fail at once with `unavailable` until it is back.
 
 mod announce;
+pub mod calls;
 pub mod connect;
 pub mod content;
 pub mod listing;
 pub mod oauth;
 mod ordered;
 pub mod probe;
+pub mod progress;
 pub mod resource_tools;
 pub mod resources;
 pub mod roots;
@@ -151,6 +153,19 @@ pub struct McpManager {
     /// Receives `(session, server, uri)` for each update a session
     /// subscribed to (set once the sessions exist).
     on_resource_updated: Mutex<Option<ResourceUpdatedFn>>,
+}
+
+/// One subscribed resource (`McpManager::subscriptions`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Subscription {
+    pub scope: String,
+    pub server: String,
+    pub uri: String,
+    /// The sessions that want its updates, in id order.
+    pub sessions: Vec<String>,
+    /// Whether the server was asked for them (and is again after a
+    /// reconnect).
+    pub asked: bool,
 }
 
 /// Receives `(session, server, uri)`: a resource the session subscribed
@@ -426,15 +441,122 @@ impl McpManager {
         uri: &str,
     ) -> Result<(), McpError> {
         let found = self.server_in(server, Some(root))?;
-        found.subscribe(uri).await?;
-        self.subscribers
-            .add(session, &found.config.scope, server, uri);
+        let scope = found.config.scope.clone();
+        // In the table before the server is asked: an unsubscribe of
+        // another session meanwhile sees the resource still wanted.
+        self.subscribers.add(session, &scope, server, uri);
+        if let Err(e) = found.subscribe(uri).await {
+            if self.subscribers.remove(session, &scope, server, uri) == Some(true) {
+                self.tell_unsubscribed(&found, uri).await;
+            }
+            return Err(e.into());
+        }
         Ok(())
     }
 
-    /// Forgets a session's subscriptions (it was deleted).
-    pub fn forget_session(&self, session: &str) {
-        self.subscribers.forget(session);
+    /// Unsubscribes `session` from `uri` on `server` (the one a session
+    /// rooted at `root` sees); the server is told
+    /// (`resources/unsubscribe`) when no session wants the resource any
+    /// more. Answers whether the session was subscribed.
+    pub async fn unsubscribe(
+        &self,
+        session: &str,
+        root: &Path,
+        server: &str,
+        uri: &str,
+    ) -> Result<bool, McpError> {
+        let found = self.server_in(server, Some(root))?;
+        match self
+            .subscribers
+            .remove(session, &found.config.scope, server, uri)
+        {
+            None => Ok(false),
+            Some(false) => Ok(true),
+            Some(true) => {
+                self.tell_unsubscribed(&found, uri).await;
+                Ok(true)
+            }
+        }
+    }
+
+    /// Tells `server` nobody wants `uri` any more (unless a session
+    /// subscribed again meanwhile); a failure is logged: the daemon has
+    /// forgotten the resource either way and drops its updates.
+    async fn tell_unsubscribed(&self, server: &Server, uri: &str) {
+        let (scope, name) = (&server.config.scope, server.name());
+        let wanted = || self.subscribers.wanted(scope, name, uri);
+        if let Err(e) = server.unsubscribe(uri, wanted).await {
+            tracing::warn!(server = name, uri, error = %e, "resources/unsubscribe failed");
+        }
+    }
+
+    /// Forgets a session's subscriptions (it was deleted, or unloaded
+    /// while idle): the servers are told of the resources nobody wants
+    /// any more.
+    pub fn forget_session(self: &Arc<Self>, session: &str) {
+        let gone = self.subscribers.forget(session);
+        if gone.is_empty() {
+            return;
+        }
+        let this = self.clone();
+        self.tasks.spawn(async move {
+            for (scope, name, uri) in gone {
+                let found = this
+                    .servers
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .get(&(scope, name))
+                    .cloned();
+                if let Some(server) = found {
+                    this.tell_unsubscribed(&server, &uri).await;
+                }
+            }
+        });
+    }
+
+    /// Every resource some session subscribed to, with its sessions and
+    /// whether its server was asked for its updates; and every resource a
+    /// server was asked for that no session wants (none, unless an
+    /// unsubscribe is on its way), so the table shows what the servers
+    /// were told.
+    pub fn subscriptions(&self) -> Vec<Subscription> {
+        let servers = self
+            .servers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        let mut list: Vec<Subscription> = self
+            .subscribers
+            .list()
+            .into_iter()
+            .map(|((scope, server, uri), sessions)| {
+                let asked = servers
+                    .get(&(scope.clone(), server.clone()))
+                    .is_some_and(|s| s.is_subscribed(&uri));
+                Subscription {
+                    scope,
+                    server,
+                    uri,
+                    sessions,
+                    asked,
+                }
+            })
+            .collect();
+        for ((scope, name), server) in &servers {
+            for uri in server.subscribed_uris() {
+                if !self.subscribers.wanted(scope, name, &uri) {
+                    list.push(Subscription {
+                        scope: scope.clone(),
+                        server: name.clone(),
+                        uri,
+                        sessions: Vec::new(),
+                        asked: true,
+                    });
+                }
+            }
+        }
+        list.sort_by(|a, b| (&a.scope, &a.server, &a.uri).cmp(&(&b.scope, &b.server, &b.uri)));
+        list
     }
 
     /// `prompts/get` of `name` on `server` with `arguments`: the answer as

@@ -1,21 +1,19 @@
-//! MCP sampling on the client side: which session a server's
-//! `sampling/createMessage` belongs to (the session whose tool call it made
-//! the request during), and the hand-off to the daemon's [`Sampler`] (the
-//! session: policy, confirmation, its model; `session/sampling.rs`).
-//!
-//! A server names no call in its request (the TypeScript SDK relates it
-//! to the call only on its side), so the request belongs to the session
-//! whose calls to that server are in flight. When none are (a probe, a
-//! server asking on its own) or calls of several sessions are, nobody can
-//! be said to have asked: the request is declined, never guessed.
+//! MCP sampling on the client side: the hand-off of a server's
+//! `sampling/createMessage` to the daemon's [`Sampler`] (the session:
+//! policy, confirmation, its model; `session/sampling.rs`), for the session
+//! the connection's calls in flight say it belongs to (`calls.rs`). When
+//! that says nobody (a server asking on its own, calls of several
+//! sessions), the request is declined with the reason, never guessed.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::future::BoxFuture;
 use rmcp::ErrorData;
 use rmcp::model::ErrorCode;
 use serde_json::Value;
+
+use super::calls::Refused;
+use crate::questions::Asker;
 
 /// The pseudo tool a sampling request is decided as, with `mcpName` the
 /// server: a call named `<server>__mcp_sampling` (`session/sampling.rs`).
@@ -69,51 +67,10 @@ impl SamplingDesk {
     }
 }
 
-/// One server's side: the sessions whose calls to it are in flight.
+/// One server's side.
 pub struct ServerSampling {
     server: String,
     desk: Arc<SamplingDesk>,
-    /// Session id → calls in flight.
-    calls: Mutex<HashMap<String, usize>>,
-}
-
-/// Counts a call in flight for its session until dropped.
-pub struct CallInFlight {
-    sampling: Arc<ServerSampling>,
-    session: String,
-}
-
-impl Drop for CallInFlight {
-    fn drop(&mut self) {
-        let mut calls = self.sampling.lock();
-        if let Some(n) = calls.get_mut(&self.session) {
-            *n -= 1;
-            if *n == 0 {
-                calls.remove(&self.session);
-            }
-        }
-    }
-}
-
-/// Why a request belongs to no session.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Unattributed {
-    /// No call of any session is in flight.
-    NoCall,
-    /// Calls of several sessions are.
-    Several(usize),
-}
-
-/// The one session with calls in flight, if there is exactly one.
-pub fn attribute(calls: &HashMap<String, usize>) -> Result<&str, Unattributed> {
-    let mut live = calls.iter().filter(|(_, n)| **n > 0).map(|(s, _)| s);
-    match (live.next(), live.next()) {
-        (None, _) => Err(Unattributed::NoCall),
-        (Some(one), None) => Ok(one),
-        (Some(_), Some(_)) => Err(Unattributed::Several(
-            calls.values().filter(|n| **n > 0).count(),
-        )),
-    }
 }
 
 impl ServerSampling {
@@ -121,34 +78,19 @@ impl ServerSampling {
         Arc::new(ServerSampling {
             server: server.to_owned(),
             desk,
-            calls: Mutex::new(HashMap::new()),
         })
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, usize>> {
-        self.calls.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// A call of `session` to this server starts.
-    pub fn enter(self: &Arc<Self>, session: &str) -> CallInFlight {
-        *self.lock().entry(session.to_owned()).or_default() += 1;
-        CallInFlight {
-            sampling: self.clone(),
-            session: session.to_owned(),
-        }
-    }
-
     /// Answers one `sampling/createMessage` (params as JSON).
-    pub async fn create_message(&self, request: Value) -> Result<Value, ErrorData> {
-        let session = match attribute(&self.lock()) {
-            Ok(session) => session.to_owned(),
+    /// `session`: whose it is, by the connection's calls in flight.
+    pub async fn create_message(
+        &self,
+        session: Result<String, Refused>,
+        request: Value,
+    ) -> Result<Value, ErrorData> {
+        let session = match session {
+            Ok(session) => session,
             Err(why) => {
-                let why = match why {
-                    Unattributed::NoCall => "no session's tool call to it is running".to_owned(),
-                    Unattributed::Several(n) => format!(
-                        "tool calls of {n} sessions are running, so the session that asked cannot be told"
-                    ),
-                };
                 tracing::warn!(server = %self.server, "sampling request declined: {why}");
                 return Err(declined(format!(
                     "geminid declined the sampling request of MCP server {}: {why}",
@@ -171,6 +113,7 @@ impl ServerSampling {
 #[allow(deprecated)] // rmcp marks MCP sampling deprecated (SEP-2577).
 pub async fn answer(
     sampling: Option<&ServerSampling>,
+    whose: Result<Asker, Refused>,
     params: rmcp::model::CreateMessageRequestParams,
 ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
     let Some(sampling) = sampling else {
@@ -181,7 +124,9 @@ pub async fn answer(
     };
     let request = serde_json::to_value(&params)
         .map_err(|e| ErrorData::invalid_params(format!("unreadable request: {e}"), None))?;
-    let result = sampling.create_message(request).await?;
+    let result = sampling
+        .create_message(whose.map(|asker| asker.owner), request)
+        .await?;
     serde_json::from_value(result)
         .map_err(|e| ErrorData::internal_error(format!("unsendable result: {e}"), None))
 }
@@ -194,22 +139,6 @@ pub fn declined(message: String) -> ErrorData {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_request_belongs_to_the_one_session_with_calls_in_flight() {
-        let sampling = ServerSampling::new("srv", Arc::default());
-        assert_eq!(attribute(&sampling.lock()), Err(Unattributed::NoCall));
-        let first = sampling.enter("s1");
-        let second = sampling.enter("s1");
-        assert_eq!(attribute(&sampling.lock()), Ok("s1"));
-        let other = sampling.enter("s2");
-        assert_eq!(attribute(&sampling.lock()), Err(Unattributed::Several(2)));
-        drop(first);
-        drop(other);
-        assert_eq!(attribute(&sampling.lock()), Ok("s1"));
-        drop(second);
-        assert_eq!(attribute(&sampling.lock()), Err(Unattributed::NoCall));
-    }
 
     #[test]
     fn a_trusted_server_s_tools_run_but_its_sampling_still_asks() {
@@ -242,7 +171,10 @@ mod tests {
     async fn a_request_outside_any_call_is_declined_with_the_reason() {
         let sampling = ServerSampling::new("srv", Arc::default());
         let error = sampling
-            .create_message(serde_json::json!({"messages": [], "maxTokens": 5}))
+            .create_message(
+                Err(Refused::NoCall),
+                serde_json::json!({"messages": [], "maxTokens": 5}),
+            )
             .await
             .unwrap_err();
         assert_eq!(error.code, DECLINED);

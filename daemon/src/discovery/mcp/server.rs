@@ -113,6 +113,10 @@ pub struct Server {
     /// The URIs some session subscribed to: subscribed again on each new
     /// connection.
     subscribed: Mutex<std::collections::BTreeSet<String>>,
+    /// Held while a subscription changes (the set and the request), so a
+    /// subscribe and an unsubscribe of one URI reach the server in the
+    /// order the set changed.
+    subscribing: tokio::sync::Mutex<()>,
 }
 
 /// What the connection loop tells its owner.
@@ -153,9 +157,11 @@ impl Server {
         open: super::roots::OpenRoots,
         sampling: Arc<super::sampling::SamplingDesk>,
     ) -> Arc<Server> {
-        let mut hooks = Hooks::default();
-        hooks.roots = Some(super::roots::RootsView::new(open, &config.scope));
-        hooks.sampling = Some(super::sampling::ServerSampling::new(&config.name, sampling));
+        let hooks = Hooks {
+            roots: Some(super::roots::RootsView::new(open, &config.scope)),
+            sampling: Some(super::sampling::ServerSampling::new(&config.name, sampling)),
+            ..Hooks::default()
+        };
         Self::with_hooks(config, hooks, ServerAuth::new(tokens, false))
     }
 
@@ -190,6 +196,7 @@ impl Server {
             lost: Notify::new(),
             attempts: watch::channel(0).0,
             subscribed: Mutex::default(),
+            subscribing: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -266,6 +273,7 @@ impl Server {
                 self.name()
             )));
         }
+        let _changing = self.subscribing.lock().await;
         let newly = self
             .subscribed
             .lock()
@@ -287,8 +295,49 @@ impl Server {
         Ok(())
     }
 
+    /// Whether the server was asked for updates of `uri` (and is asked
+    /// again after a reconnect).
+    pub fn is_subscribed(&self, uri: &str) -> bool {
+        self.subscribed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(uri)
+    }
+
+    /// Every URI the server was asked for updates of.
+    pub fn subscribed_uris(&self) -> Vec<String> {
+        self.subscribed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .iter()
+            .cloned()
+            .collect()
+    }
+
+    /// `resources/unsubscribe` of `uri`, unless `wanted` says a session
+    /// wants it again (checked while no subscription can change). The URI
+    /// is forgotten for later connections even when the server cannot be
+    /// told now (it is not connected, or refuses).
+    pub async fn unsubscribe(&self, uri: &str, wanted: impl Fn() -> bool) -> Result<(), String> {
+        let _changing = self.subscribing.lock().await;
+        if wanted() {
+            return Ok(());
+        }
+        let was = self
+            .subscribed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(uri);
+        let live = self.lock().live.clone();
+        let (true, Some((peer, _))) = (was, live) else {
+            return Ok(());
+        };
+        send_unsubscribe(&peer, uri, self.config.timeout).await
+    }
+
     /// Subscribes the new connection to what the last ones were.
     async fn resubscribe(&self, peer: &Peer<RoleClient>) {
+        let _changing = self.subscribing.lock().await;
         let uris: Vec<String> = self
             .subscribed
             .lock()
@@ -673,6 +722,9 @@ impl Server {
         let request = ClientRequest::CallToolRequest(Request::new(
             CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments),
         ));
+        // In flight from before the request goes out: a request the
+        // server makes at once finds the call (`calls.rs`).
+        let in_flight = self.hooks.calls.enter(output);
         let handle = match peer
             .send_request_with_option(request, PeerRequestOptions::no_options())
             .await
@@ -686,7 +738,7 @@ impl Server {
             }
         };
         let id = handle.id.clone();
-        let _progress = self.hooks.watch_progress(&handle.progress_token, output);
+        in_flight.set_token(&handle.progress_token);
         let timeout = self.config.timeout;
         let answer = tokio::select! {
             answer = handle.await_response() => answer,
@@ -772,6 +824,20 @@ async fn send_subscribe(
     timeout: Duration,
 ) -> Result<(), String> {
     let sent = peer.subscribe(rmcp::model::SubscribeRequestParams::new(uri));
+    match tokio::time::timeout(timeout, sent).await {
+        Err(_) => Err("no answer".into()),
+        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Ok(_)) => Ok(()),
+    }
+}
+
+#[allow(deprecated)] // As `send_subscribe`.
+async fn send_unsubscribe(
+    peer: &Peer<RoleClient>,
+    uri: &str,
+    timeout: Duration,
+) -> Result<(), String> {
+    let sent = peer.unsubscribe(rmcp::model::UnsubscribeRequestParams::new(uri));
     match tokio::time::timeout(timeout, sent).await {
         Err(_) => Err("no answer".into()),
         Ok(Err(e)) => Err(e.to_string()),

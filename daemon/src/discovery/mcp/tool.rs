@@ -112,9 +112,12 @@ impl Tool for McpTool {
         }
     }
 
-    fn build(&self, ctx: &ToolContext, args: &Value) -> Result<Box<dyn ToolInvocation>, ToolError> {
+    fn build(
+        &self,
+        _ctx: &ToolContext,
+        args: &Value,
+    ) -> Result<Box<dyn ToolInvocation>, ToolError> {
         Ok(Box::new(McpCall {
-            session: ctx.session_id.clone(),
             server: self.server.clone(),
             remote: self.remote.clone(),
             display_name: self.display_name.clone(),
@@ -124,9 +127,6 @@ impl Tool for McpTool {
 }
 
 struct McpCall {
-    /// The session calling: a sampling request the server makes while
-    /// the call runs is its (`sampling.rs`).
-    session: Option<String>,
     server: Arc<Server>,
     remote: String,
     display_name: String,
@@ -156,10 +156,6 @@ impl ToolInvocation for McpCall {
         cancel: CancellationToken,
         output: OutputSink,
     ) -> Result<ToolResult, ToolError> {
-        let _in_flight = match (&self.server.hooks.sampling, &self.session) {
-            (Some(sampling), Some(session)) => Some(sampling.enter(session)),
-            _ => None,
-        };
         self.server
             .call(&self.remote, &self.display_name, self.args, cancel, output)
             .await
