@@ -260,6 +260,8 @@ fn scenario_call() -> Option<(String, Value)> {
             Some(("test_client_elicitation_defaults".into(), json!({})))
         }
         "sse-retry" => Some(("test_reconnection".into(), json!({}))),
+        // A call that needs more scope than the listing did.
+        "auth/scope-step-up" => Some(("test-tool".into(), json!({}))),
         _ => None,
     }
 }

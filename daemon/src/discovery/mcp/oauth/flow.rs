@@ -140,6 +140,28 @@ pub fn choose_scope(
     scope
 }
 
+/// The scopes of `a` and then those of `b` not in `a` (space-separated,
+/// each once): what a step-up asks for, the granted scope widened by the
+/// one a 403 asked for.
+pub fn scope_union(a: Option<&str>, b: Option<&str>) -> Option<String> {
+    let mut out: Vec<&str> = Vec::new();
+    for s in a.into_iter().chain(b).flat_map(|s| s.split(' ')) {
+        if !s.is_empty() && !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    (!out.is_empty()).then(|| out.join(" "))
+}
+
+/// Whether every scope of `wanted` is in `granted`.
+pub fn scope_covers(granted: Option<&str>, wanted: &str) -> bool {
+    let granted: Vec<&str> = granted.unwrap_or("").split(' ').collect();
+    wanted
+        .split(' ')
+        .filter(|s| !s.is_empty())
+        .all(|s| granted.contains(&s))
+}
+
 /// The configured client, else one registered now.
 pub async fn client(
     http: &reqwest::Client,
@@ -204,7 +226,12 @@ pub async fn client_credentials(
         grant: "client_credentials",
         fields,
     };
-    grant::token(http, request, None).await
+    let mut token = grant::token(http, request, None).await?;
+    // RFC 6749 §5.1: no `scope` in the answer means the one asked for.
+    if token.scope.is_none() {
+        token.scope = plan.scope.clone();
+    }
+    Ok(token)
 }
 
 /// A login waiting for its redirect.
@@ -322,7 +349,12 @@ async fn exchange(
             ("code_verifier", pkce.verifier.clone()),
         ],
     };
-    grant::token(http, request, None).await
+    let mut token = grant::token(http, request, None).await?;
+    // RFC 6749 §5.1: no `scope` in the answer means the one asked for.
+    if token.scope.is_none() {
+        token.scope = plan.scope.clone();
+    }
+    Ok(token)
 }
 
 #[cfg(test)]
@@ -365,6 +397,20 @@ mod tests {
             choose_scope(&configured, &challenge, Some(&prm), &offline).as_deref(),
             Some("s offline_access")
         );
+    }
+
+    #[test]
+    fn a_step_up_asks_for_the_granted_scope_widened() {
+        assert_eq!(
+            scope_union(Some("a b"), Some("b c")).as_deref(),
+            Some("a b c")
+        );
+        assert_eq!(scope_union(None, Some("c")).as_deref(), Some("c"));
+        assert_eq!(scope_union(Some(" "), None), None);
+        assert!(scope_covers(Some("a b c"), "c a"));
+        assert!(!scope_covers(Some("a"), "a b"));
+        assert!(!scope_covers(None, "a"));
+        assert!(scope_covers(None, ""));
     }
 
     #[test]

@@ -47,6 +47,10 @@ pub enum OAuthError {
     NoLogin(String),
     #[error("the login was not completed within {0:?}")]
     Timeout(std::time::Duration),
+    #[error(
+        "the server refuses for want of scope `{asked}`, which the token already has (`{granted}`): not asking again"
+    )]
+    ScopeRefused { asked: String, granted: String },
     #[error("token store {path}: {problem}")]
     Store { path: String, problem: String },
 }
