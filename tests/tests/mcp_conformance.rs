@@ -18,10 +18,18 @@ use std::process::Command;
 use geminid_tests::TestDaemon;
 
 fn scenario(name: &str) {
+    scenario_with(name, "");
+}
+
+/// Runs scenario `name` with `options` for `gemctl mcp probe`.
+fn scenario_with(name: &str, options: &str) {
     let p = peers::peers();
     let daemon = TestDaemon::start();
     let out_dir = tempfile::tempdir().expect("tempdir");
-    let command = format!("{} mcp probe", geminid_tests::gemctl_bin().display());
+    let command = format!(
+        "{} mcp probe {options}",
+        geminid_tests::gemctl_bin().display()
+    );
     // `npx` inside the peers folder runs the suite on its Node 22.
     let out = Command::new("npx")
         .args([
@@ -68,6 +76,16 @@ fn elicitation_defaults() {
 #[test]
 fn sse_retry() {
     scenario("sse-retry");
+}
+
+/// The suite's authorization server expects this client ID metadata
+/// document URL (it fetches nothing: the URL is the client id).
+#[test]
+fn auth_basic_cimd() {
+    scenario_with(
+        "auth/basic-cimd",
+        "--client-metadata-url https://conformance-test.local/client-metadata.json",
+    );
 }
 
 /// One test per `auth/*` scenario geminid passes.

@@ -13,7 +13,7 @@ use super::fetch::{self, ResourceMetadata, ServerMetadata};
 use super::grant::{self, TokenRequest};
 use super::loopback::Loopback;
 use super::pkce::{Pkce, random_token};
-use super::store::{Client, StoredToken};
+use super::store::{Client, ClientAuth, StoredToken};
 use super::{OAuthError, OAuthSettings, wellknown};
 
 /// What discovery found: where to authorize, for what resource and scope.
@@ -162,7 +162,9 @@ pub fn scope_covers(granted: Option<&str>, wanted: &str) -> bool {
         .all(|s| granted.contains(&s))
 }
 
-/// The configured client, else one registered now.
+/// The configured client, else the client ID metadata document's URL
+/// where the authorization server takes one (SEP-991), else one
+/// registered now.
 pub async fn client(
     http: &reqwest::Client,
     plan: &Plan,
@@ -178,6 +180,15 @@ pub async fn client(
             client_id: id.clone(),
             client_secret: settings.client_secret.clone(),
             auth: grant::choose_auth(settings.client_secret.is_some(), supported),
+        });
+    }
+    if let Some(url) = &settings.client_metadata_url
+        && plan.metadata.client_id_metadata_document_supported == Some(true)
+    {
+        return Ok(Client {
+            client_id: url.clone(),
+            client_secret: None,
+            auth: ClientAuth::None,
         });
     }
     match &plan.registration_endpoint {
