@@ -120,4 +120,5 @@ auth_scenarios! {
     auth_offline_access_not_supported => "offline-access-not-supported",
     auth_client_credentials_basic => "client-credentials-basic",
     auth_scope_step_up => "scope-step-up",
+    auth_client_credentials_jwt => "client-credentials-jwt",
 }

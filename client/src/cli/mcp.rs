@@ -292,6 +292,8 @@ fn probe_oauth(
         "clientId": client_id,
         "clientSecret": client_secret,
         "clientMetadataUrl": client_metadata_url,
+        "privateKeyPem": field("private_key_pem"),
+        "signingAlgorithm": field("signing_algorithm"),
     }))
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use reqwest::Url;
 
+use super::assertion::AssertionKey;
 use super::challenge::Challenge;
 use super::fetch::{self, ResourceMetadata, ServerMetadata};
 use super::grant::{self, TokenRequest};
@@ -175,11 +176,33 @@ pub async fn client(
         .metadata
         .token_endpoint_auth_methods_supported
         .as_deref();
+    if let (Some(id), Some(pem)) = (&settings.client_id, &settings.private_key_pem) {
+        // RFC 7523 §3: the audience identifies the authorization server.
+        let audience = plan
+            .metadata
+            .issuer
+            .clone()
+            .unwrap_or_else(|| plan.token_endpoint.clone());
+        return Ok(Client {
+            client_id: id.clone(),
+            client_secret: None,
+            auth: ClientAuth::PrivateKeyJwt,
+            assertion_key: Some(AssertionKey {
+                pem: pem.clone(),
+                algorithm: settings
+                    .signing_algorithm
+                    .clone()
+                    .unwrap_or_else(|| "ES256".to_owned()),
+                audience,
+            }),
+        });
+    }
     if let Some(id) = &settings.client_id {
         return Ok(Client {
             client_id: id.clone(),
             client_secret: settings.client_secret.clone(),
             auth: grant::choose_auth(settings.client_secret.is_some(), supported),
+            assertion_key: None,
         });
     }
     if let Some(url) = &settings.client_metadata_url
@@ -189,6 +212,7 @@ pub async fn client(
             client_id: url.clone(),
             client_secret: None,
             auth: ClientAuth::None,
+            assertion_key: None,
         });
     }
     match &plan.registration_endpoint {
@@ -215,7 +239,7 @@ pub fn uses_client_credentials(plan: &Plan, settings: &OAuthSettings) -> bool {
         .as_deref()
         .unwrap_or(&[]);
     settings.client_id.is_some()
-        && settings.client_secret.is_some()
+        && (settings.client_secret.is_some() || settings.private_key_pem.is_some())
         && grants.iter().any(|g| g == "client_credentials")
         && !grants.iter().any(|g| g == "authorization_code")
 }
@@ -438,6 +462,7 @@ mod tests {
             client_id: "c".into(),
             client_secret: None,
             auth: super::super::store::ClientAuth::None,
+            assertion_key: None,
         };
         let pkce = Pkce::new();
         let u = authorization_url(&plan, &client, "http://127.0.0.1:9/cb", &pkce, "st").unwrap();

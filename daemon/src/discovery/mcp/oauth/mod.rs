@@ -8,6 +8,7 @@
 //! authorization URL) lives apart from what does IO (`fetch.rs`,
 //! `grant.rs`, `store.rs`, `loopback.rs`); `flow.rs` ties them together.
 
+pub mod assertion;
 pub mod challenge;
 pub mod fetch;
 pub mod flow;

@@ -2,7 +2,8 @@
 //! `enabled`, `clientId`, `clientSecret`, `authorizationUrl`, `tokenUrl`,
 //! `scopes`, `audiences`, `redirectUri`, `tokenParamName`,
 //! `registrationUrl`; and, beyond 0.61, `clientMetadataUrl` (a client ID
-//! metadata document, SEP-991).
+//! metadata document, SEP-991), `privateKeyPem` and `signingAlgorithm`
+//! (`private_key_jwt`, RFC 7523).
 
 use serde_json::Value;
 
@@ -24,6 +25,11 @@ pub struct OAuthSettings {
     /// client id where the authorization server supports such documents
     /// (instead of registering).
     pub client_metadata_url: Option<String>,
+    /// A PKCS#8 PEM private key: the client authenticates with a signed
+    /// JWT (`private_key_jwt`) instead of a secret.
+    pub private_key_pem: Option<String>,
+    /// `ES256` (the default) or `RS256`.
+    pub signing_algorithm: Option<String>,
 }
 
 /// Reads the `oauth` block; a field of the wrong type is a problem (the
@@ -70,6 +76,16 @@ pub fn parse(block: &Value) -> Result<OAuthSettings, String> {
         redirect_uri: text("redirectUri")?,
         token_param_name: text("tokenParamName")?,
         client_metadata_url: metadata_url(text("clientMetadataUrl")?)?,
+        private_key_pem: text("privateKeyPem")?,
+        signing_algorithm: match text("signingAlgorithm")?.as_deref() {
+            None => None,
+            Some(alg @ ("ES256" | "RS256")) => Some(alg.to_owned()),
+            Some(other) => {
+                return Err(format!(
+                    "`oauth.signingAlgorithm` must be ES256 or RS256, not {other:?}"
+                ));
+            }
+        },
     })
 }
 
