@@ -121,4 +121,5 @@ auth_scenarios! {
     auth_client_credentials_basic => "client-credentials-basic",
     auth_scope_step_up => "scope-step-up",
     auth_client_credentials_jwt => "client-credentials-jwt",
+    auth_cross_app_access_complete_flow => "cross-app-access-complete-flow",
 }

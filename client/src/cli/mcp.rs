@@ -294,6 +294,9 @@ fn probe_oauth(
         "clientMetadataUrl": client_metadata_url,
         "privateKeyPem": field("private_key_pem"),
         "signingAlgorithm": field("signing_algorithm"),
+        "idpTokenUrl": field("idp_token_endpoint"),
+        "idpClientId": field("idp_client_id"),
+        "idpIdToken": field("idp_id_token"),
     }))
 }
 

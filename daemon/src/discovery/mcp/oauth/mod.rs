@@ -10,6 +10,7 @@
 
 pub mod assertion;
 pub mod challenge;
+pub mod cross_app;
 pub mod fetch;
 pub mod flow;
 pub mod grant;

@@ -168,11 +168,8 @@ impl ServerAuth {
         let plan = flow::discover(&http, url, &challenge, &settings)
             .await
             .map_err(Refused::Failed)?;
-        if flow::uses_client_credentials(&plan, &settings) {
-            let token = flow::client_credentials(&http, &plan, &settings)
-                .await
-                .map_err(Refused::Failed)?;
-            self.save(&key, token);
+        if let Some(token) = flow::without_user(&http, &plan, &settings).await {
+            self.save(&key, token.map_err(Refused::Failed)?);
             return Ok(true);
         }
         if !self.follow_redirect {
@@ -221,11 +218,8 @@ impl ServerAuth {
             .map_err(Refused::Failed)?;
         let wider = scope_union(granted.as_deref(), Some(&asked));
         plan.scope = scope_union(wider.as_deref(), plan.scope.as_deref());
-        if flow::uses_client_credentials(&plan, &settings) {
-            let token = flow::client_credentials(&http, &plan, &settings)
-                .await
-                .map_err(Refused::Failed)?;
-            self.save(&key, token);
+        if let Some(token) = flow::without_user(&http, &plan, &settings).await {
+            self.save(&key, token.map_err(Refused::Failed)?);
             return Ok(());
         }
         if !self.follow_redirect {

@@ -3,7 +3,8 @@
 //! `scopes`, `audiences`, `redirectUri`, `tokenParamName`,
 //! `registrationUrl`; and, beyond 0.61, `clientMetadataUrl` (a client ID
 //! metadata document, SEP-991), `privateKeyPem` and `signingAlgorithm`
-//! (`private_key_jwt`, RFC 7523).
+//! (`private_key_jwt`, RFC 7523), `idpTokenUrl`, `idpClientId` and
+//! `idpIdToken` (cross-app access, SEP-990).
 
 use serde_json::Value;
 
@@ -30,6 +31,11 @@ pub struct OAuthSettings {
     pub private_key_pem: Option<String>,
     /// `ES256` (the default) or `RS256`.
     pub signing_algorithm: Option<String>,
+    /// Cross-app access: the identity provider's token endpoint, the
+    /// client id there, and the ID token it exchanges for an ID-JAG.
+    pub idp_token_url: Option<String>,
+    pub idp_client_id: Option<String>,
+    pub idp_id_token: Option<String>,
 }
 
 /// Reads the `oauth` block; a field of the wrong type is a problem (the
@@ -77,6 +83,9 @@ pub fn parse(block: &Value) -> Result<OAuthSettings, String> {
         token_param_name: text("tokenParamName")?,
         client_metadata_url: metadata_url(text("clientMetadataUrl")?)?,
         private_key_pem: text("privateKeyPem")?,
+        idp_token_url: text("idpTokenUrl")?,
+        idp_client_id: text("idpClientId")?,
+        idp_id_token: text("idpIdToken")?,
         signing_algorithm: match text("signingAlgorithm")?.as_deref() {
             None => None,
             Some(alg @ ("ES256" | "RS256")) => Some(alg.to_owned()),
