@@ -5,11 +5,12 @@
 //! the login's authorization URL is followed by the daemon itself, since
 //! the suite's authorization server approves at once.
 //!
-//! Not run (not supported yet): `auth/basic-cimd` (geminid publishes no
-//! client metadata document), `auth/scope-step-up` (a 403 asking for more
-//! scope in the middle of a call), `auth/client-credentials-jwt`
-//! (`private_key_jwt`) and `auth/cross-app-access-complete-flow` (token
-//! exchange with an identity provider).
+//! All 26 client scenarios run, `auth/*` included: scope step-up on a 403
+//! (`scope-step-up`), a client ID metadata document URL as the client id
+//! (`basic-cimd`, given by `--client-metadata-url`), `private_key_jwt`
+//! (`client-credentials-jwt`) and cross-app access
+//! (`cross-app-access-complete-flow`), the last two from what the suite
+//! passes in `MCP_CONFORMANCE_CONTEXT`.
 
 mod peers;
 
