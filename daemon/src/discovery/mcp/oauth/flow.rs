@@ -244,26 +244,6 @@ pub fn uses_client_credentials(plan: &Plan, settings: &OAuthSettings) -> bool {
         && !grants.iter().any(|g| g == "authorization_code")
 }
 
-/// A token no user has to approve, when the settings allow one: cross-app
-/// access, else the client-credentials grant. `None`: a login is needed.
-pub async fn without_user(
-    http: &reqwest::Client,
-    plan: &Plan,
-    settings: &OAuthSettings,
-) -> Option<Result<StoredToken, OAuthError>> {
-    if let Some(provider) = super::cross_app::provider(settings) {
-        let client = match client(http, plan, settings, "").await {
-            Ok(client) => client,
-            Err(e) => return Some(Err(e)),
-        };
-        return Some(super::cross_app::token(http, &provider, plan, &client).await);
-    }
-    if uses_client_credentials(plan, settings) {
-        return Some(client_credentials(http, plan, settings).await);
-    }
-    None
-}
-
 pub async fn client_credentials(
     http: &reqwest::Client,
     plan: &Plan,

@@ -12,7 +12,7 @@ use super::challenge::Challenge;
 use super::flow::{self, Login, scope_covers, scope_union};
 use super::refusal::Refusal;
 use super::store::{self, TokenStore, now_secs};
-use super::{OAuthError, fetch, grant};
+use super::{OAuthError, OAuthSettings, cross_app, fetch, grant};
 use crate::discovery::settings::{ServerConfig, Transport};
 
 /// How long a login waits for its redirect.
@@ -168,7 +168,7 @@ impl ServerAuth {
         let plan = flow::discover(&http, url, &challenge, &settings)
             .await
             .map_err(Refused::Failed)?;
-        if let Some(token) = flow::without_user(&http, &plan, &settings).await {
+        if let Some(token) = without_user(&http, &plan, &settings).await {
             self.save(&key, token.map_err(Refused::Failed)?);
             return Ok(true);
         }
@@ -218,7 +218,7 @@ impl ServerAuth {
             .map_err(Refused::Failed)?;
         let wider = scope_union(granted.as_deref(), Some(&asked));
         plan.scope = scope_union(wider.as_deref(), plan.scope.as_deref());
-        if let Some(token) = flow::without_user(&http, &plan, &settings).await {
+        if let Some(token) = without_user(&http, &plan, &settings).await {
             self.save(&key, token.map_err(Refused::Failed)?);
             return Ok(());
         }
@@ -289,6 +289,26 @@ impl ServerAuth {
             None => Ok(()),
         }
     }
+}
+
+/// A token no user has to approve, when the settings allow one: cross-app
+/// access, else the client-credentials grant. `None`: a login is needed.
+pub async fn without_user(
+    http: &reqwest::Client,
+    plan: &flow::Plan,
+    settings: &OAuthSettings,
+) -> Option<Result<store::StoredToken, OAuthError>> {
+    if let Some(provider) = cross_app::provider(settings) {
+        let client = match flow::client(http, plan, settings, "").await {
+            Ok(client) => client,
+            Err(e) => return Some(Err(e)),
+        };
+        return Some(cross_app::token(http, &provider, plan, &client).await);
+    }
+    if flow::uses_client_credentials(plan, settings) {
+        return Some(flow::client_credentials(http, plan, settings).await);
+    }
+    None
 }
 
 /// Completes `login` by opening its URL over HTTP and following the
