@@ -5,8 +5,9 @@
 //! server shows `needs_auth` until `gemctl mcp auth` logs in through a
 //! browser (a script that follows the URL), connects without a restart,
 //! refreshes its token before expiry, and keeps it across a daemon
-//! restart; a call refused for want of scope puts the server back in
-//! `needs_auth`, and the next login asks for the wider scope.
+//! restart; a call or a resource read refused for want of scope puts the
+//! server back in `needs_auth`, and the next login asks for the wider
+//! scope.
 
 mod peers;
 
@@ -276,6 +277,38 @@ async fn a_call_refused_for_scope_asks_for_a_login_with_the_wider_scope() {
             .contains("grant #2"),
         "{allowed:#?}"
     );
+
+    // A resource read refused the same way: the next login asks for the
+    // scope granted so far and the new one.
+    let read = |d: &geminid_tests::TestDaemon| {
+        let out = d
+            .gemctl(&["mcp", "read", "secured", "secret://s"])
+            .output()
+            .expect("gemctl mcp read");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    };
+    let (ok, refused) = read(&d);
+    assert!(
+        !ok && refused.contains("wider scope `tools admin secrets`"),
+        "{refused}"
+    );
+    peers::wait_list(&c, 30, |l| {
+        peers::server(l, "secured").status == "needs_auth"
+    })
+    .await;
+    login(&d, work.path());
+    assert_eq!(
+        granted_scopes(work.path()),
+        ["tools", "tools admin", "tools admin secrets"]
+    );
+    peers::connected(&c, &["secured"]).await;
+    let (ok, text) = read(&d);
+    assert!(ok && text.contains("the secret"), "{text}");
 }
 
 /// A server that needs a login is not an error in the daemon's log: rmcp

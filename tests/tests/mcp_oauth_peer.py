@@ -3,7 +3,8 @@
 # registration, the code flow with PKCE S256 (verified), refresh tokens,
 # and a streamable-HTTP MCP endpoint with two tools that refuses requests
 # without a live token; `admin` answers 403 insufficient_scope to a token
-# without the `admin` scope. Every grant is appended to LOG as one JSON
+# without the `admin` scope, and reading the resource `secret://s` one
+# without the `secrets` scope. Every grant is appended to LOG as one JSON
 # line.
 import base64, hashlib, json, secrets, sys, time, urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -104,7 +105,7 @@ class H(BaseHTTPRequestHandler):
             if "id" not in msg: return self.send(202)
             m = msg.get("method")
             if m == "initialize":
-                result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}, "resources": {}},
                           "serverInfo": {"name": "oauth-peer", "version": "1"}}
                 return self.send(200, {"jsonrpc": "2.0", "id": msg["id"], "result": result},
                                  [("mcp-session-id", "s1")])
@@ -112,6 +113,17 @@ class H(BaseHTTPRequestHandler):
                 tool = {"name": "whoami", "description": "Says which token called", "inputSchema": {"type": "object"}}
                 admin = {"name": "admin", "description": "Needs the admin scope", "inputSchema": {"type": "object"}}
                 return self.send(200, {"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": [tool, admin]}})
+            if m == "resources/list":
+                return self.send(200, {"jsonrpc": "2.0", "id": msg["id"], "result": {"resources": [{"uri": "secret://s", "name": "s"}]}})
+            if m == "resources/templates/list":
+                return self.send(200, {"jsonrpc": "2.0", "id": msg["id"], "result": {"resourceTemplates": []}})
+            if m == "resources/read" and "secrets" not in scopes.get(token, []):
+                meta = BASE + "/.well-known/oauth-protected-resource/mcp"
+                return self.send(403, {"error": "insufficient_scope"},
+                    [("www-authenticate", f'Bearer error="insufficient_scope", scope="secrets", resource_metadata="{meta}"')])
+            if m == "resources/read":
+                contents = [{"uri": "secret://s", "text": "the secret"}]
+                return self.send(200, {"jsonrpc": "2.0", "id": msg["id"], "result": {"contents": contents}})
             if m == "tools/call" and msg["params"]["name"] == "admin" and "admin" not in scopes.get(token, []):
                 meta = BASE + "/.well-known/oauth-protected-resource/mcp"
                 log(refused="admin", scope=" ".join(scopes.get(token, [])))

@@ -223,18 +223,30 @@ impl Server {
         self.lock().templates.clone()
     }
 
-    /// `resources/read` of `uri`: the server's answer as it sent it.
+    /// `resources/read` of `uri`: the server's answer as it sent it (a 403
+    /// for want of scope stepped up once, as a call's).
     pub async fn read_resource(&self, uri: &str) -> Result<Value, ToolError> {
+        let display = format!("reading {uri}");
+        self.stepping_up(&display, || self.read_resource_once(uri))
+            .await
+    }
+
+    async fn read_resource_once(&self, uri: &str) -> Result<Value, Attempt> {
         let live = self.lock().live.clone();
         let Some((peer, gone)) = live else {
-            return Err(self.unavailable());
+            return Err(self.unavailable().into());
         };
         let read = peer.read_resource(ReadResourceRequestParams::new(uri));
         let answer = tokio::select! {
             answer = tokio::time::timeout(self.config.timeout, read) => answer,
-            () = gone.cancelled() => return Err(self.ended(&format!("reading {uri}"))),
+            () = gone.cancelled() => return Err(self.ended(&format!("reading {uri}")).into()),
         };
-        match answer {
+        if let Ok(Err(e)) = &answer
+            && let Some(refusal) = refusal::of_service(e)
+        {
+            return Err(Attempt::Refused(refusal));
+        }
+        let result = match answer {
             Err(_) => Err(ToolError::new(
                 ToolErrorKind::Timeout,
                 format!(
@@ -248,7 +260,8 @@ impl Server {
             ))),
             Ok(Ok(result)) => serde_json::to_value(&result)
                 .map_err(|e| ToolError::execution(format!("bad resources/read answer: {e}"))),
-        }
+        };
+        result.map_err(Attempt::Failed)
     }
 
     /// `resources/subscribe` of `uri` (once per connection; kept for the
@@ -317,16 +330,31 @@ impl Server {
         name: &str,
         arguments: serde_json::Map<String, Value>,
     ) -> Result<Value, ToolError> {
+        let display = format!("getting prompt {name}");
+        self.stepping_up(&display, || self.get_prompt_once(name, arguments.clone()))
+            .await
+    }
+
+    async fn get_prompt_once(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, Value>,
+    ) -> Result<Value, Attempt> {
         let live = self.lock().live.clone();
         let Some((peer, gone)) = live else {
-            return Err(self.unavailable());
+            return Err(self.unavailable().into());
         };
         let get = peer.get_prompt(GetPromptRequestParams::new(name).with_arguments(arguments));
         let answer = tokio::select! {
             answer = tokio::time::timeout(self.config.timeout, get) => answer,
-            () = gone.cancelled() => return Err(self.ended(&format!("getting prompt {name}"))),
+            () = gone.cancelled() => return Err(self.ended(&format!("getting prompt {name}")).into()),
         };
-        match answer {
+        if let Ok(Err(e)) = &answer
+            && let Some(refusal) = refusal::of_service(e)
+        {
+            return Err(Attempt::Refused(refusal));
+        }
+        let result = match answer {
             Err(_) => Err(ToolError::new(
                 ToolErrorKind::Timeout,
                 format!(
@@ -340,7 +368,8 @@ impl Server {
             ))),
             Ok(Ok(result)) => serde_json::to_value(&result)
                 .map_err(|e| ToolError::execution(format!("bad prompts/get answer: {e}"))),
-        }
+        };
+        result.map_err(Attempt::Failed)
     }
 
     /// The server's answer to `initialize`, while connected.
@@ -680,21 +709,33 @@ impl Server {
             Value::Object(map) => map,
             _ => serde_json::Map::new(),
         };
-        let mut stepped_up = false;
-        loop {
-            let attempt = self.call_once(
+        self.stepping_up(display, || {
+            self.call_once(
                 tool,
                 display,
                 arguments.clone(),
                 cancel.clone(),
                 output.clone(),
-            );
-            match attempt.await {
-                Ok(result) => return Ok(result),
+            )
+        })
+        .await
+    }
+
+    /// Sends a request (`send`); when the server refuses it with 403 for
+    /// want of scope, steps up once and sends it again.
+    async fn stepping_up<T, F, Fut>(&self, display: &str, mut send: F) -> Result<T, ToolError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, Attempt>>,
+    {
+        let mut again = false;
+        loop {
+            match send().await {
+                Ok(value) => return Ok(value),
                 Err(Attempt::Failed(e)) => return Err(e),
                 Err(Attempt::Refused(refusal)) => {
-                    self.step_up(&refusal, display, stepped_up).await?;
-                    stepped_up = true;
+                    self.step_up(&refusal, display, again).await?;
+                    again = true;
                 }
             }
         }
