@@ -5,11 +5,12 @@
 //! the login's authorization URL is followed by the daemon itself, since
 //! the suite's authorization server approves at once.
 //!
-//! Not run (not supported yet): `auth/basic-cimd` (geminid publishes no
-//! client metadata document), `auth/scope-step-up` (a 403 asking for more
-//! scope in the middle of a call), `auth/client-credentials-jwt`
-//! (`private_key_jwt`) and `auth/cross-app-access-complete-flow` (token
-//! exchange with an identity provider).
+//! All 26 client scenarios run, `auth/*` included: scope step-up on a 403
+//! (`scope-step-up`), a client ID metadata document URL as the client id
+//! (`basic-cimd`, given by `--client-metadata-url`), `private_key_jwt`
+//! (`client-credentials-jwt`) and cross-app access
+//! (`cross-app-access-complete-flow`), the last two from what the suite
+//! passes in `MCP_CONFORMANCE_CONTEXT`.
 
 mod peers;
 
@@ -18,10 +19,18 @@ use std::process::Command;
 use geminid_tests::TestDaemon;
 
 fn scenario(name: &str) {
+    scenario_with(name, "");
+}
+
+/// Runs scenario `name` with `options` for `gemctl mcp probe`.
+fn scenario_with(name: &str, options: &str) {
     let p = peers::peers();
     let daemon = TestDaemon::start();
     let out_dir = tempfile::tempdir().expect("tempdir");
-    let command = format!("{} mcp probe", geminid_tests::gemctl_bin().display());
+    let command = format!(
+        "{} mcp probe {options}",
+        geminid_tests::gemctl_bin().display()
+    );
     // `npx` inside the peers folder runs the suite on its Node 22.
     let out = Command::new("npx")
         .args([
@@ -70,6 +79,16 @@ fn sse_retry() {
     scenario("sse-retry");
 }
 
+/// The suite's authorization server expects this client ID metadata
+/// document URL (it fetches nothing: the URL is the client id).
+#[test]
+fn auth_basic_cimd() {
+    scenario_with(
+        "auth/basic-cimd",
+        "--client-metadata-url https://conformance-test.local/client-metadata.json",
+    );
+}
+
 /// One test per `auth/*` scenario geminid passes.
 macro_rules! auth_scenarios {
     ($($test:ident => $name:literal,)*) => {
@@ -101,4 +120,7 @@ auth_scenarios! {
     auth_offline_access_scope => "offline-access-scope",
     auth_offline_access_not_supported => "offline-access-not-supported",
     auth_client_credentials_basic => "client-credentials-basic",
+    auth_scope_step_up => "scope-step-up",
+    auth_client_credentials_jwt => "client-credentials-jwt",
+    auth_cross_app_access_complete_flow => "cross-app-access-complete-flow",
 }

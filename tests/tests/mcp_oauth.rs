@@ -5,7 +5,9 @@
 //! server shows `needs_auth` until `gemctl mcp auth` logs in through a
 //! browser (a script that follows the URL), connects without a restart,
 //! refreshes its token before expiry, and keeps it across a daemon
-//! restart.
+//! restart; a call or a resource read refused for want of scope puts the
+//! server back in `needs_auth`, and the next login asks for the wider
+//! scope.
 
 mod peers;
 
@@ -130,7 +132,7 @@ async fn a_login_connects_without_restart_refreshes_and_survives_a_restart() {
 
     // Connected without a restart, its tool registered and callable.
     let list = peers::connected(&c, &["secured"]).await;
-    assert_eq!(peers::server(&list, "secured").tools, ["whoami"]);
+    assert_eq!(peers::server(&list, "secured").tools, ["whoami", "admin"]);
     let session = peers::session(&c, &d, ApprovalMode::Yolo).await;
     let first = peers::run(&c, &session, "whoami", json!({})).await;
     assert!(
@@ -195,6 +197,118 @@ async fn a_login_connects_without_restart_refreshes_and_survives_a_restart() {
     assert_eq!(peers::server(&list, "secured").status, "needs_auth");
     let stored = std::fs::read_to_string(&store).expect("token store");
     assert!(!stored.contains("access"), "{stored}");
+}
+
+/// Logs in with `gemctl mcp auth secured` through the script browser and
+/// returns what gemctl printed.
+fn login(d: &geminid_tests::TestDaemon, dir: &std::path::Path) -> String {
+    let out = d
+        .gemctl(&["mcp", "auth", "secured"])
+        .env("BROWSER", browser(dir))
+        .output()
+        .expect("gemctl mcp auth");
+    let text = String::from_utf8_lossy(&out.stdout).trim_end().to_owned();
+    assert!(out.status.success(), "{text}");
+    text
+}
+
+/// The scopes the authorization-code grants were asked for, in order.
+fn granted_scopes(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_to_string(dir.join("grants.log"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["grant"] == "authorization_code")
+        .map(|v| v["scope"].as_str().unwrap_or("").to_owned())
+        .collect()
+}
+
+/// A 403 `insufficient_scope` in the middle of a session: a configured
+/// server needs a person for the wider scope, so the call fails saying
+/// how, the server shows `needs_auth`, and the next login asks for the
+/// granted scope widened by the one asked for; the call then succeeds.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_call_refused_for_scope_asks_for_a_login_with_the_wider_scope() {
+    let work = tempfile::tempdir().expect("tempdir");
+    let port = peers::free_port();
+    let _peer = start_peer(work.path(), port, 3600);
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let d = peers::daemon_with_settings(&json!({
+        "mcpServers": {"secured": {"httpUrl": url}}
+    }));
+    let c = d.client().await;
+    peers::wait_list(&c, 60, |l| {
+        peers::server(l, "secured").status == "needs_auth"
+    })
+    .await;
+    let text = login(&d, work.path());
+    assert!(text.ends_with("secured: connected"), "{text}");
+    assert_eq!(granted_scopes(work.path()), ["tools"]);
+    peers::connected(&c, &["secured"]).await;
+    let session = peers::session(&c, &d, ApprovalMode::Yolo).await;
+
+    let refused = peers::run(&c, &session, "admin", json!({})).await;
+    let shown = format!("{refused:?}");
+    assert!(refused.result.is_none(), "{shown}");
+    assert!(
+        shown.contains("wider scope `tools admin`") && shown.contains("gemctl mcp auth secured"),
+        "{shown}"
+    );
+    let list = peers::wait_list(&c, 30, |l| {
+        peers::server(l, "secured").status == "needs_auth"
+    })
+    .await;
+    let message = peers::server(&list, "secured").message.clone();
+    assert!(
+        message
+            .as_deref()
+            .is_some_and(|m| m.contains("tools admin")),
+        "{message:?}"
+    );
+
+    let text = login(&d, work.path());
+    assert!(text.ends_with("secured: connected"), "{text}");
+    assert_eq!(granted_scopes(work.path()), ["tools", "tools admin"]);
+    peers::connected(&c, &["secured"]).await;
+    let allowed = peers::run(&c, &session, "admin", json!({})).await;
+    assert!(
+        peers::result_json(&allowed)
+            .to_string()
+            .contains("grant #2"),
+        "{allowed:#?}"
+    );
+
+    // A resource read refused the same way: the next login asks for the
+    // scope granted so far and the new one.
+    let read = |d: &geminid_tests::TestDaemon| {
+        let out = d
+            .gemctl(&["mcp", "read", "secured", "secret://s"])
+            .output()
+            .expect("gemctl mcp read");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.success(), text)
+    };
+    let (ok, refused) = read(&d);
+    assert!(
+        !ok && refused.contains("wider scope `tools admin secrets`"),
+        "{refused}"
+    );
+    peers::wait_list(&c, 30, |l| {
+        peers::server(l, "secured").status == "needs_auth"
+    })
+    .await;
+    login(&d, work.path());
+    assert_eq!(
+        granted_scopes(work.path()),
+        ["tools", "tools admin", "tools admin secrets"]
+    );
+    peers::connected(&c, &["secured"]).await;
+    let (ok, text) = read(&d);
+    assert!(ok && text.contains("the secret"), "{text}");
 }
 
 /// A server that needs a login is not an error in the daemon's log: rmcp

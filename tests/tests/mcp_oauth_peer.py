@@ -1,14 +1,17 @@
 # A protected MCP server and its authorization server in one process:
 # RFC 9728 resource metadata, RFC 8414 server metadata, RFC 7591
 # registration, the code flow with PKCE S256 (verified), refresh tokens,
-# and a streamable-HTTP MCP endpoint with one tool that refuses requests
-# without a live token. Every grant is appended to LOG as one JSON line.
+# and a streamable-HTTP MCP endpoint with two tools that refuses requests
+# without a live token; `admin` answers 403 insufficient_scope to a token
+# without the `admin` scope, and reading the resource `secret://s` one
+# without the `secrets` scope. Every grant is appended to LOG as one JSON
+# line.
 import base64, hashlib, json, secrets, sys, time, urllib.parse
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 PORT = int(sys.argv[1]); LIFETIME = int(sys.argv[2]); LOG = sys.argv[3]
 BASE = f"http://127.0.0.1:{PORT}"
-clients, codes, tokens, refresh = {}, {}, {}, {}
+clients, codes, tokens, refresh, scopes = {}, {}, {}, {}, {}
 
 def log(**entry):
     with open(LOG, "a") as f:
@@ -17,6 +20,7 @@ def log(**entry):
 def issue(client_id, scope):
     access, rt = secrets.token_urlsafe(16), secrets.token_urlsafe(16)
     tokens[access] = time.time() + LIFETIME
+    scopes[access] = (scope or "").split()
     refresh[rt] = client_id
     return {"access_token": access, "token_type": "Bearer", "expires_in": LIFETIME,
             "refresh_token": rt, "scope": scope}
@@ -101,13 +105,30 @@ class H(BaseHTTPRequestHandler):
             if "id" not in msg: return self.send(202)
             m = msg.get("method")
             if m == "initialize":
-                result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}},
+                result = {"protocolVersion": msg["params"]["protocolVersion"], "capabilities": {"tools": {}, "resources": {}},
                           "serverInfo": {"name": "oauth-peer", "version": "1"}}
                 return self.send(200, {"jsonrpc": "2.0", "id": msg["id"], "result": result},
                                  [("mcp-session-id", "s1")])
             if m == "tools/list":
                 tool = {"name": "whoami", "description": "Says which token called", "inputSchema": {"type": "object"}}
-                return self.send(200, {"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": [tool]}})
+                admin = {"name": "admin", "description": "Needs the admin scope", "inputSchema": {"type": "object"}}
+                return self.send(200, {"jsonrpc": "2.0", "id": msg["id"], "result": {"tools": [tool, admin]}})
+            if m == "resources/list":
+                return self.send(200, {"jsonrpc": "2.0", "id": msg["id"], "result": {"resources": [{"uri": "secret://s", "name": "s"}]}})
+            if m == "resources/templates/list":
+                return self.send(200, {"jsonrpc": "2.0", "id": msg["id"], "result": {"resourceTemplates": []}})
+            if m == "resources/read" and "secrets" not in scopes.get(token, []):
+                meta = BASE + "/.well-known/oauth-protected-resource/mcp"
+                return self.send(403, {"error": "insufficient_scope"},
+                    [("www-authenticate", f'Bearer error="insufficient_scope", scope="secrets", resource_metadata="{meta}"')])
+            if m == "resources/read":
+                contents = [{"uri": "secret://s", "text": "the secret"}]
+                return self.send(200, {"jsonrpc": "2.0", "id": msg["id"], "result": {"contents": contents}})
+            if m == "tools/call" and msg["params"]["name"] == "admin" and "admin" not in scopes.get(token, []):
+                meta = BASE + "/.well-known/oauth-protected-resource/mcp"
+                log(refused="admin", scope=" ".join(scopes.get(token, [])))
+                return self.send(403, {"error": "insufficient_scope"},
+                    [("www-authenticate", f'Bearer error="insufficient_scope", scope="tools admin", resource_metadata="{meta}"')])
             if m == "tools/call":
                 text = "token issued at grant #" + str(list(tokens).index(token) + 1)
                 return self.send(200, {"jsonrpc": "2.0", "id": msg["id"],

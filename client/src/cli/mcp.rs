@@ -58,6 +58,10 @@ pub enum McpCommand {
         /// client_secret)
         #[arg(long)]
         client_secret: Option<String>,
+        /// The HTTPS URL of a client ID metadata document to use as the
+        /// client id where the authorization server supports them
+        #[arg(long)]
+        client_metadata_url: Option<String>,
         #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
         target: Vec<String>,
     },
@@ -167,9 +171,10 @@ pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
             headers,
             client_id,
             client_secret,
+            client_metadata_url,
             target,
         } => {
-            let oauth = probe_oauth(client_id, client_secret);
+            let oauth = probe_oauth(client_id, client_secret, client_metadata_url);
             probe(ctx, call, args, headers, oauth, target).await
         }
         McpCommand::Resources {
@@ -284,21 +289,39 @@ fn scenario_call() -> Option<(String, Value)> {
             Some(("test_client_elicitation_defaults".into(), json!({})))
         }
         "sse-retry" => Some(("test_reconnection".into(), json!({}))),
+        // A call that needs more scope than the listing did.
+        "auth/scope-step-up" => Some(("test-tool".into(), json!({}))),
         _ => None,
     }
 }
 
 /// The probe's `oauth` block: the client given, else the one a conformance
 /// scenario registered beforehand (`MCP_CONFORMANCE_CONTEXT`).
-fn probe_oauth(client_id: Option<String>, client_secret: Option<String>) -> Option<Value> {
+fn probe_oauth(
+    client_id: Option<String>,
+    client_secret: Option<String>,
+    client_metadata_url: Option<String>,
+) -> Option<Value> {
     let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
         .unwrap_or(Value::Null);
     let field = |name: &str| context.get(name).and_then(Value::as_str).map(str::to_owned);
-    let client_id = client_id.or_else(|| field("client_id"))?;
+    let client_id = client_id.or_else(|| field("client_id"));
     let client_secret = client_secret.or_else(|| field("client_secret"));
-    Some(json!({"clientId": client_id, "clientSecret": client_secret}))
+    if client_id.is_none() && client_metadata_url.is_none() {
+        return None;
+    }
+    Some(json!({
+        "clientId": client_id,
+        "clientSecret": client_secret,
+        "clientMetadataUrl": client_metadata_url,
+        "privateKeyPem": field("private_key_pem"),
+        "signingAlgorithm": field("signing_algorithm"),
+        "idpTokenUrl": field("idp_token_endpoint"),
+        "idpClientId": field("idp_client_id"),
+        "idpIdToken": field("idp_id_token"),
+    }))
 }
 
 async fn probe(

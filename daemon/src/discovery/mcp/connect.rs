@@ -19,6 +19,7 @@ use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use serde_json::Value;
 use tokio::sync::Notify;
 
+use super::bearer::{BearerClient, LiveToken};
 use super::oauth;
 use super::ordered::InOrder;
 use super::sse;
@@ -354,11 +355,12 @@ fn install_crypto_provider() {
 }
 
 /// Connects and runs `initialize`, within [`CONNECT_TIMEOUT`].
-/// `bearer` is an OAuth access token for an HTTP or SSE server.
+/// `bearer` is the server's OAuth access token (an HTTP connection reads
+/// it at each request, an SSE one once).
 pub async fn connect(
     transport: &Transport,
     headers: &BTreeMap<String, String>,
-    bearer: Option<String>,
+    bearer: LiveToken,
     hooks: Arc<Hooks>,
 ) -> Result<Connection, ConnectError> {
     let connecting = connect_inner(transport, headers, bearer, hooks);
@@ -371,7 +373,7 @@ pub async fn connect(
 async fn connect_inner(
     transport: &Transport,
     headers: &BTreeMap<String, String>,
-    bearer: Option<String>,
+    bearer: LiveToken,
     hooks: Arc<Hooks>,
 ) -> Result<Connection, ConnectError> {
     let handler = Handler(hooks);
@@ -446,10 +448,8 @@ async fn connect_inner(
                 };
                 config.custom_headers.insert(name, value);
             }
-            if bearer.is_some() {
-                config.auth_header = bearer;
-            }
-            let transport = StreamableHttpClientTransport::from_config(config);
+            let client = BearerClient::new(bearer).map_err(ConnectError::Initialize)?;
+            let transport = StreamableHttpClientTransport::with_client(client, config);
             let transport = InOrder::new(transport, route_progress(&handler.0));
             let service = handler.serve(transport).await.map_err(init)?;
             Ok(Connection {
@@ -459,7 +459,7 @@ async fn connect_inner(
         }
         Transport::Sse { url } => {
             let mut headers = headers.clone();
-            if let Some(token) = bearer {
+            if let Some(token) = bearer.get() {
                 headers.insert("Authorization".into(), format!("Bearer {token}"));
             }
             let (sink, stream) = sse::connect(url, &headers).await?;

@@ -16,6 +16,7 @@
 //! fail at once with `unavailable` until it is back.
 
 mod announce;
+pub mod bearer;
 pub mod calls;
 pub mod connect;
 pub mod content;

@@ -96,6 +96,9 @@ struct State {
     registered: Vec<String>,
     pid: Option<u32>,
     attempted: bool,
+    /// A request was refused for a scope only a login can grant: why (the
+    /// connection then ends in `needs_auth`).
+    needs_login: Option<String>,
 }
 
 pub struct Server {
@@ -108,6 +111,8 @@ pub struct Server {
     /// A call found the connection broken (a failed request): the
     /// connection ends and reconnects with backoff.
     lost: Notify,
+    /// A request needs a wider scope that only a login grants (`step_up`).
+    needs_login: Notify,
     /// Counts finished connection attempts (for `mcp.restart` to wait on).
     pub attempts: watch::Sender<u64>,
     /// The URIs some session subscribed to: subscribed again on each new
@@ -191,9 +196,11 @@ impl Server {
                 registered: Vec::new(),
                 pid: None,
                 attempted: false,
+                needs_login: None,
             }),
             restart: Notify::new(),
             lost: Notify::new(),
+            needs_login: Notify::new(),
             attempts: watch::channel(0).0,
             subscribed: Mutex::default(),
             subscribing: tokio::sync::Mutex::new(()),
@@ -223,18 +230,30 @@ impl Server {
         self.lock().templates.clone()
     }
 
-    /// `resources/read` of `uri`: the server's answer as it sent it.
+    /// `resources/read` of `uri`: the server's answer as it sent it (a 403
+    /// for want of scope stepped up once, as a call's).
     pub async fn read_resource(&self, uri: &str) -> Result<Value, ToolError> {
+        let display = format!("reading {uri}");
+        self.stepping_up(&display, || self.read_resource_once(uri))
+            .await
+    }
+
+    async fn read_resource_once(&self, uri: &str) -> Result<Value, Attempt> {
         let live = self.lock().live.clone();
         let Some((peer, gone)) = live else {
-            return Err(self.unavailable());
+            return Err(self.unavailable().into());
         };
         let read = peer.read_resource(ReadResourceRequestParams::new(uri));
         let answer = tokio::select! {
             answer = tokio::time::timeout(self.config.timeout, read) => answer,
-            () = gone.cancelled() => return Err(self.ended(&format!("reading {uri}"))),
+            () = gone.cancelled() => return Err(self.ended(&format!("reading {uri}")).into()),
         };
-        match answer {
+        if let Ok(Err(e)) = &answer
+            && let Some(refusal) = refusal::of_service(e)
+        {
+            return Err(Attempt::Refused(refusal));
+        }
+        let result = match answer {
             Err(_) => Err(ToolError::new(
                 ToolErrorKind::Timeout,
                 format!(
@@ -248,7 +267,8 @@ impl Server {
             ))),
             Ok(Ok(result)) => serde_json::to_value(&result)
                 .map_err(|e| ToolError::execution(format!("bad resources/read answer: {e}"))),
-        }
+        };
+        result.map_err(Attempt::Failed)
     }
 
     /// `resources/subscribe` of `uri` (once per connection; kept for the
@@ -359,16 +379,31 @@ impl Server {
         name: &str,
         arguments: serde_json::Map<String, Value>,
     ) -> Result<Value, ToolError> {
+        let display = format!("getting prompt {name}");
+        self.stepping_up(&display, || self.get_prompt_once(name, arguments.clone()))
+            .await
+    }
+
+    async fn get_prompt_once(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, Value>,
+    ) -> Result<Value, Attempt> {
         let live = self.lock().live.clone();
         let Some((peer, gone)) = live else {
-            return Err(self.unavailable());
+            return Err(self.unavailable().into());
         };
         let get = peer.get_prompt(GetPromptRequestParams::new(name).with_arguments(arguments));
         let answer = tokio::select! {
             answer = tokio::time::timeout(self.config.timeout, get) => answer,
-            () = gone.cancelled() => return Err(self.ended(&format!("getting prompt {name}"))),
+            () = gone.cancelled() => return Err(self.ended(&format!("getting prompt {name}")).into()),
         };
-        match answer {
+        if let Ok(Err(e)) = &answer
+            && let Some(refusal) = refusal::of_service(e)
+        {
+            return Err(Attempt::Refused(refusal));
+        }
+        let result = match answer {
             Err(_) => Err(ToolError::new(
                 ToolErrorKind::Timeout,
                 format!(
@@ -382,7 +417,8 @@ impl Server {
             ))),
             Ok(Ok(result)) => serde_json::to_value(&result)
                 .map_err(|e| ToolError::execution(format!("bad prompts/get answer: {e}"))),
-        }
+        };
+        result.map_err(Attempt::Failed)
     }
 
     /// The server's answer to `initialize`, while connected.
@@ -529,11 +565,11 @@ impl Server {
     /// Connects with the current token and lists; on failure, why, and the
     /// server's refusal when it was one.
     async fn open_once(&self) -> Result<(Open, Peer<RoleClient>), (String, Option<Refusal>)> {
-        let bearer = self.auth.bearer(&self.config).await;
+        self.auth.bearer(&self.config).await;
         let connected = connect::connect(
             &self.config.transport,
             &self.config.headers,
-            bearer,
+            self.auth.live.clone(),
             self.hooks.clone(),
         )
         .await;
@@ -572,6 +608,8 @@ impl Server {
         let remote = group.is_none();
         // A failure told about an earlier connection is not this one's.
         let _ = tokio::time::timeout(Duration::ZERO, self.lost.notified()).await;
+        let _ = tokio::time::timeout(Duration::ZERO, self.needs_login.notified()).await;
+        self.lock().needs_login = None;
         let mut ping = tokio::time::interval(ping_every());
         ping.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         ping.tick().await;
@@ -590,6 +628,7 @@ impl Server {
             tokio::select! {
                 _ = &mut ended => break (false, "the server closed the connection (it exited or closed its output)", true),
                 () = self.lost.notified() => break (false, "a request to the server failed", false),
+                () = self.needs_login.notified() => break (false, "a request needs a wider OAuth scope", false),
                 _ = ping.tick(), if remote => {
                     if let Err(problem) = alive(&peer).await {
                         tracing::warn!(server = %self.name(), %problem, "MCP server stopped answering");
@@ -624,7 +663,12 @@ impl Server {
         }
         // Killing the group also ends anything the server spawned.
         drop(group);
-        self.set(events, Status::Disconnected, Some(reason.to_owned()));
+        // Only a login helps a server that wants a wider scope.
+        let needs_login = self.lock().needs_login.take();
+        match needs_login {
+            Some(why) => self.set(events, Status::NeedsAuth, Some(why)),
+            None => self.set(events, Status::Disconnected, Some(reason.to_owned())),
+        }
         restart
     }
 
@@ -700,6 +744,8 @@ impl Server {
 
     /// Calls `tool` with the configured timeout. Cancellation and timeout
     /// tell the server (`notifications/cancelled`); progress goes to `output`.
+    /// A 403 asking for more scope is stepped up once and the call sent
+    /// again (`step_up`).
     pub async fn call(
         &self,
         tool: &str,
@@ -708,13 +754,98 @@ impl Server {
         cancel: CancellationToken,
         output: OutputSink,
     ) -> Result<ToolResult, ToolError> {
-        let live = self.lock().live.clone();
-        let Some((peer, gone)) = live else {
-            return Err(self.unavailable());
-        };
         let arguments = match args {
             Value::Object(map) => map,
             _ => serde_json::Map::new(),
+        };
+        self.stepping_up(display, || {
+            self.call_once(
+                tool,
+                display,
+                arguments.clone(),
+                cancel.clone(),
+                output.clone(),
+            )
+        })
+        .await
+    }
+
+    /// Sends a request (`send`); when the server refuses it with 403 for
+    /// want of scope, steps up once and sends it again.
+    async fn stepping_up<T, F, Fut>(&self, display: &str, mut send: F) -> Result<T, ToolError>
+    where
+        F: FnMut() -> Fut,
+        Fut: std::future::Future<Output = Result<T, Attempt>>,
+    {
+        let mut again = false;
+        loop {
+            match send().await {
+                Ok(value) => return Ok(value),
+                Err(Attempt::Failed(e)) => return Err(e),
+                Err(Attempt::Refused(refusal)) => {
+                    self.step_up(&refusal, display, again).await?;
+                    again = true;
+                }
+            }
+        }
+    }
+
+    /// After a request was refused with 403 (`refusal`): a new token with
+    /// the wider scope (`Ok`: send the request again), or why the request
+    /// fails. A second refusal for the same request fails it (no loop); a
+    /// step-up only a person can grant puts the server in `needs_auth`.
+    async fn step_up(
+        &self,
+        refusal: &Refusal,
+        display: &str,
+        again: bool,
+    ) -> Result<(), ToolError> {
+        let asked = refusal.challenge.scope.as_deref().unwrap_or("");
+        if refusal.status != 403 || again {
+            return Err(ToolError::execution(format!(
+                "MCP server {} refused {display} (HTTP {}{}){}",
+                self.name(),
+                refusal.status,
+                if asked.is_empty() {
+                    String::new()
+                } else {
+                    format!(", scope `{asked}`")
+                },
+                if again {
+                    " again after a new authorization"
+                } else {
+                    ""
+                },
+            )));
+        }
+        match self.auth.step_up(&self.config, &refusal.challenge).await {
+            Ok(()) => Ok(()),
+            Err(Refused::NeedsLogin(why)) => {
+                self.lock().needs_login = Some(why.clone());
+                self.needs_login.notify_one();
+                Err(ToolError::new(
+                    ToolErrorKind::Unavailable,
+                    format!("MCP server {} refused {display}: {why}", self.name()),
+                ))
+            }
+            Err(Refused::Failed(e)) => Err(ToolError::execution(format!(
+                "MCP server {} refused {display} for want of scope: {e}",
+                self.name()
+            ))),
+        }
+    }
+
+    async fn call_once(
+        &self,
+        tool: &str,
+        display: &str,
+        arguments: serde_json::Map<String, Value>,
+        cancel: CancellationToken,
+        output: OutputSink,
+    ) -> Result<ToolResult, Attempt> {
+        let live = self.lock().live.clone();
+        let Some((peer, gone)) = live else {
+            return Err(self.unavailable().into());
         };
         // Lines that are not JSON from here on fail this call (its answer
         // may be one of them; it cannot be told apart).
@@ -730,11 +861,14 @@ impl Server {
             .await
         {
             Ok(handle) => handle,
-            Err(_) => {
+            Err(e) => {
+                if let Some(refusal) = refusal::of_service(&e) {
+                    return Err(Attempt::Refused(refusal));
+                }
                 if !gone.is_cancelled() {
                     self.lost.notify_one();
                 }
-                return Err(self.unavailable());
+                return Err(self.unavailable().into());
             }
         };
         let id = handle.id.clone();
@@ -744,23 +878,23 @@ impl Server {
             answer = handle.await_response() => answer,
             () = cancel.cancelled() => {
                 tell_cancelled(&peer, id, "cancelled by the user").await;
-                return Err(ToolError::new(ToolErrorKind::Cancelled, "the call was cancelled"));
+                return Err(ToolError::new(ToolErrorKind::Cancelled, "the call was cancelled").into());
             }
             () = tokio::time::sleep(timeout) => {
                 tell_cancelled(&peer, id, "timed out").await;
                 return Err(ToolError::new(
                     ToolErrorKind::Timeout,
                     format!("MCP tool {display} timed out after {} ms", timeout.as_millis()),
-                ));
+                ).into());
             }
-            () = gone.cancelled() => return Err(self.ended(display)),
+            () = gone.cancelled() => return Err(self.ended(display).into()),
             Ok(()) = invalid.changed() => {
                 let problem = invalid.borrow().clone().unwrap_or_default();
                 tell_cancelled(&peer, id, "the server wrote invalid JSON").await;
                 return Err(ToolError::execution(format!(
                     "MCP server {} wrote invalid JSON while {display} was running: {problem}",
                     self.name()
-                )));
+                )).into());
             }
         };
         // rmcp runs notification handlers in tasks of their own but hands
@@ -768,7 +902,13 @@ impl Server {
         // server sent before it. Let those tasks run before the guard
         // stops routing the call's progress.
         tokio::task::yield_now().await;
-        match answer {
+        // A refused request (rmcp's typed 401/403 from the transport).
+        if let Err(e) = &answer
+            && let Some(refusal) = refusal::of_service(e)
+        {
+            return Err(Attempt::Refused(refusal));
+        }
+        let result = match answer {
             Ok(ServerResult::CallToolResult(result)) => {
                 let value = serde_json::to_value(&result)
                     .map_err(|e| ToolError::execution(format!("bad result: {e}")))?;
@@ -792,7 +932,21 @@ impl Server {
                 Err(self.ended(display))
             }
             Err(e) => Err(ToolError::execution(e.to_string())),
-        }
+        };
+        result.map_err(Attempt::Failed)
+    }
+}
+
+/// How one attempt at a request ended when it did not succeed.
+enum Attempt {
+    /// The server refused it (401/403 with a challenge).
+    Refused(Refusal),
+    Failed(ToolError),
+}
+
+impl From<ToolError> for Attempt {
+    fn from(e: ToolError) -> Attempt {
+        Attempt::Failed(e)
     }
 }
 

@@ -38,6 +38,8 @@ pub struct ServerMetadata {
     pub grant_types_supported: Option<Vec<String>>,
     pub token_endpoint_auth_methods_supported: Option<Vec<String>>,
     pub code_challenge_methods_supported: Option<Vec<String>>,
+    /// SEP-991: a URL may be the client id.
+    pub client_id_metadata_document_supported: Option<bool>,
 }
 
 /// Asks the server without a token: `Some` when it answers 401 (or 403)

@@ -8,12 +8,13 @@ use std::time::Duration;
 
 use reqwest::Url;
 
+use super::assertion::AssertionKey;
 use super::challenge::Challenge;
 use super::fetch::{self, ResourceMetadata, ServerMetadata};
 use super::grant::{self, TokenRequest};
 use super::loopback::Loopback;
 use super::pkce::{Pkce, random_token};
-use super::store::{Client, StoredToken};
+use super::store::{Client, ClientAuth, StoredToken};
 use super::{OAuthError, OAuthSettings, wellknown};
 
 /// What discovery found: where to authorize, for what resource and scope.
@@ -140,7 +141,31 @@ pub fn choose_scope(
     scope
 }
 
-/// The configured client, else one registered now.
+/// The scopes of `a` and then those of `b` not in `a` (space-separated,
+/// each once): what a step-up asks for, the granted scope widened by the
+/// one a 403 asked for.
+pub fn scope_union(a: Option<&str>, b: Option<&str>) -> Option<String> {
+    let mut out: Vec<&str> = Vec::new();
+    for s in a.into_iter().chain(b).flat_map(|s| s.split(' ')) {
+        if !s.is_empty() && !out.contains(&s) {
+            out.push(s);
+        }
+    }
+    (!out.is_empty()).then(|| out.join(" "))
+}
+
+/// Whether every scope of `wanted` is in `granted`.
+pub fn scope_covers(granted: Option<&str>, wanted: &str) -> bool {
+    let granted: Vec<&str> = granted.unwrap_or("").split(' ').collect();
+    wanted
+        .split(' ')
+        .filter(|s| !s.is_empty())
+        .all(|s| granted.contains(&s))
+}
+
+/// The configured client, else the client ID metadata document's URL
+/// where the authorization server takes one (SEP-991), else one
+/// registered now.
 pub async fn client(
     http: &reqwest::Client,
     plan: &Plan,
@@ -151,11 +176,43 @@ pub async fn client(
         .metadata
         .token_endpoint_auth_methods_supported
         .as_deref();
+    if let (Some(id), Some(pem)) = (&settings.client_id, &settings.private_key_pem) {
+        // RFC 7523 §3: the audience identifies the authorization server.
+        let audience = plan
+            .metadata
+            .issuer
+            .clone()
+            .unwrap_or_else(|| plan.token_endpoint.clone());
+        return Ok(Client {
+            client_id: id.clone(),
+            client_secret: None,
+            auth: ClientAuth::PrivateKeyJwt,
+            assertion_key: Some(AssertionKey {
+                pem: pem.clone(),
+                algorithm: settings
+                    .signing_algorithm
+                    .clone()
+                    .unwrap_or_else(|| "ES256".to_owned()),
+                audience,
+            }),
+        });
+    }
     if let Some(id) = &settings.client_id {
         return Ok(Client {
             client_id: id.clone(),
             client_secret: settings.client_secret.clone(),
             auth: grant::choose_auth(settings.client_secret.is_some(), supported),
+            assertion_key: None,
+        });
+    }
+    if let Some(url) = &settings.client_metadata_url
+        && plan.metadata.client_id_metadata_document_supported == Some(true)
+    {
+        return Ok(Client {
+            client_id: url.clone(),
+            client_secret: None,
+            auth: ClientAuth::None,
+            assertion_key: None,
         });
     }
     match &plan.registration_endpoint {
@@ -182,7 +239,7 @@ pub fn uses_client_credentials(plan: &Plan, settings: &OAuthSettings) -> bool {
         .as_deref()
         .unwrap_or(&[]);
     settings.client_id.is_some()
-        && settings.client_secret.is_some()
+        && (settings.client_secret.is_some() || settings.private_key_pem.is_some())
         && grants.iter().any(|g| g == "client_credentials")
         && !grants.iter().any(|g| g == "authorization_code")
 }
@@ -204,7 +261,12 @@ pub async fn client_credentials(
         grant: "client_credentials",
         fields,
     };
-    grant::token(http, request, None).await
+    let mut token = grant::token(http, request, None).await?;
+    // RFC 6749 §5.1: no `scope` in the answer means the one asked for.
+    if token.scope.is_none() {
+        token.scope = plan.scope.clone();
+    }
+    Ok(token)
 }
 
 /// A login waiting for its redirect.
@@ -322,7 +384,12 @@ async fn exchange(
             ("code_verifier", pkce.verifier.clone()),
         ],
     };
-    grant::token(http, request, None).await
+    let mut token = grant::token(http, request, None).await?;
+    // RFC 6749 §5.1: no `scope` in the answer means the one asked for.
+    if token.scope.is_none() {
+        token.scope = plan.scope.clone();
+    }
+    Ok(token)
 }
 
 #[cfg(test)]
@@ -368,6 +435,20 @@ mod tests {
     }
 
     #[test]
+    fn a_step_up_asks_for_the_granted_scope_widened() {
+        assert_eq!(
+            scope_union(Some("a b"), Some("b c")).as_deref(),
+            Some("a b c")
+        );
+        assert_eq!(scope_union(None, Some("c")).as_deref(), Some("c"));
+        assert_eq!(scope_union(Some(" "), None), None);
+        assert!(scope_covers(Some("a b c"), "c a"));
+        assert!(!scope_covers(Some("a"), "a b"));
+        assert!(!scope_covers(None, "a"));
+        assert!(scope_covers(None, ""));
+    }
+
+    #[test]
     fn the_authorization_url_carries_pkce_state_scope_and_resource() {
         let plan = Plan {
             resource: Some("http://h/mcp".into()),
@@ -381,6 +462,7 @@ mod tests {
             client_id: "c".into(),
             client_secret: None,
             auth: super::super::store::ClientAuth::None,
+            assertion_key: None,
         };
         let pkce = Pkce::new();
         let u = authorization_url(&plan, &client, "http://127.0.0.1:9/cb", &pkce, "st").unwrap();

@@ -8,7 +8,7 @@ use base64::engine::general_purpose::STANDARD;
 use serde::Deserialize;
 
 use super::store::{Client, ClientAuth, StoredToken, now_secs};
-use super::{OAuthError, http_error};
+use super::{OAuthError, assertion, http_error};
 
 #[derive(Debug, Deserialize)]
 struct Registered {
@@ -38,6 +38,7 @@ fn method_name(auth: ClientAuth) -> &'static str {
         ClientAuth::Basic => "client_secret_basic",
         ClientAuth::Post => "client_secret_post",
         ClientAuth::None => "none",
+        ClientAuth::PrivateKeyJwt => "private_key_jwt",
     }
 }
 
@@ -91,6 +92,7 @@ pub async fn register(
         client_id: r.client_id,
         client_secret: r.client_secret,
         auth,
+        assertion_key: None,
     })
 }
 
@@ -133,6 +135,23 @@ pub async fn token(
         .post(token_url)
         .header(reqwest::header::ACCEPT, "application/json");
     match (client.auth, &client.client_secret) {
+        (ClientAuth::PrivateKeyJwt, _) => {
+            let Some(key) = &client.assertion_key else {
+                return Err(OAuthError::Token(
+                    "a private_key_jwt client without its key (configure oauth.privateKeyPem)"
+                        .into(),
+                ));
+            };
+            fields.push(("client_id", client.client_id.clone()));
+            fields.push((
+                "client_assertion_type",
+                assertion::ASSERTION_TYPE.to_owned(),
+            ));
+            fields.push((
+                "client_assertion",
+                assertion::sign(key, &client.client_id, now_secs())?,
+            ));
+        }
         (ClientAuth::Basic, Some(secret)) => {
             // RFC 6749 §2.3.1: both form-urlencoded before joining.
             let id = form_encode(&client.client_id);

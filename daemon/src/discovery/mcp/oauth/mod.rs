@@ -8,7 +8,9 @@
 //! authorization URL) lives apart from what does IO (`fetch.rs`,
 //! `grant.rs`, `store.rs`, `loopback.rs`); `flow.rs` ties them together.
 
+pub mod assertion;
 pub mod challenge;
+pub mod cross_app;
 pub mod fetch;
 pub mod flow;
 pub mod grant;
@@ -47,6 +49,10 @@ pub enum OAuthError {
     NoLogin(String),
     #[error("the login was not completed within {0:?}")]
     Timeout(std::time::Duration),
+    #[error(
+        "the server refuses for want of scope `{asked}`, which the token already has (`{granted}`): not asking again"
+    )]
+    ScopeRefused { asked: String, granted: String },
     #[error("token store {path}: {problem}")]
     Store { path: String, problem: String },
 }

@@ -1,16 +1,18 @@
 //! One server's side of OAuth: the bearer token its connections carry
 //! (refreshed before expiry), what a refused connection means for it (a
-//! refresh, a client-credentials grant, or a login to wait for), and the
-//! login `mcp.auth` drives.
+//! refresh, a client-credentials grant, or a login to wait for), the
+//! scope step-up a 403 `insufficient_scope` asks for, and the login
+//! `mcp.auth` drives.
 
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::super::bearer::LiveToken;
 use super::challenge::Challenge;
-use super::flow::{self, Login};
+use super::flow::{self, Login, scope_covers, scope_union};
 use super::refusal::Refusal;
 use super::store::{self, TokenStore, now_secs};
-use super::{OAuthError, fetch, grant};
+use super::{OAuthError, OAuthSettings, cross_app, fetch, grant};
 use crate::discovery::settings::{ServerConfig, Transport};
 
 /// How long a login waits for its redirect.
@@ -24,6 +26,11 @@ pub struct ServerAuth {
     pub follow_redirect: bool,
     /// The login `mcp.auth` started, waiting for its redirect.
     login: tokio::sync::Mutex<Option<Login>>,
+    /// The token the server's connection sends (read at each request).
+    pub live: LiveToken,
+    /// The wider scope a 403 asked for, when only a person can grant it:
+    /// the next login asks for it.
+    wider_scope: std::sync::Mutex<Option<String>>,
 }
 
 /// Why a connection was refused, when it was about authorization.
@@ -54,13 +61,33 @@ impl ServerAuth {
             tokens,
             follow_redirect,
             login: tokio::sync::Mutex::new(None),
+            live: LiveToken::default(),
+            wider_scope: std::sync::Mutex::new(None),
         }
+    }
+
+    /// The wider scope waiting for a login, if a step-up needed one.
+    pub fn wider_scope(&self) -> Option<String> {
+        self.wider_scope
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    fn set_wider_scope(&self, scope: Option<String>) {
+        *self.wider_scope.lock().unwrap_or_else(|e| e.into_inner()) = scope;
     }
 
     /// The access token to send, refreshed first when it is about to
     /// expire (a refresh that fails drops the token: the server then asks
     /// for a login again).
     pub async fn bearer(&self, config: &ServerConfig) -> Option<String> {
+        let token = self.current(config).await;
+        self.live.set(token.clone());
+        token
+    }
+
+    async fn current(&self, config: &ServerConfig) -> Option<String> {
         let key = key(config)?;
         let token = self.tokens.get(&key)?;
         if !token.expiring(now_secs()) {
@@ -90,7 +117,9 @@ impl ServerAuth {
         Some(Duration::from_secs(at.saturating_sub(now_secs())))
     }
 
+    /// Stores `token` and makes it the one the connection sends.
     fn save(&self, key: &str, token: store::StoredToken) {
+        self.live.set(Some(token.access_token.clone()));
         if let Err(e) = self.tokens.put(key, token) {
             tracing::warn!(error = %e, "MCP token not saved");
         }
@@ -111,6 +140,12 @@ impl ServerAuth {
         let Some(key) = key(config) else {
             return Ok(false);
         };
+        if let Some(refusal) = refusal.as_ref().filter(|r| r.status == 403) {
+            return self
+                .step_up(config, &refusal.challenge)
+                .await
+                .map(|()| true);
+        }
         let http = fetch::client().map_err(Refused::Failed)?;
         let challenge = match refusal {
             Some(refusal) => refusal.challenge,
@@ -133,11 +168,8 @@ impl ServerAuth {
         let plan = flow::discover(&http, url, &challenge, &settings)
             .await
             .map_err(Refused::Failed)?;
-        if flow::uses_client_credentials(&plan, &settings) {
-            let token = flow::client_credentials(&http, &plan, &settings)
-                .await
-                .map_err(Refused::Failed)?;
-            self.save(&key, token);
+        if let Some(token) = without_user(&http, &plan, &settings).await {
+            self.save(&key, token.map_err(Refused::Failed)?);
             return Ok(true);
         }
         if !self.follow_redirect {
@@ -152,6 +184,58 @@ impl ServerAuth {
         let token = follow(&http, login).await.map_err(Refused::Failed)?;
         self.save(&key, token);
         Ok(true)
+    }
+
+    /// After a 403 `insufficient_scope` (spec 2025-11-25, scope challenge
+    /// handling): authorizes again for the granted scope widened by the
+    /// one asked for, and stores the new token, which the open connection
+    /// then sends. A scope the token already has is not asked for again
+    /// (no loop). Where a person must approve (a configured server), the
+    /// wider scope is kept for `gemctl mcp auth` and the answer says so.
+    pub async fn step_up(
+        &self,
+        config: &ServerConfig,
+        challenge: &Challenge,
+    ) -> Result<(), Refused> {
+        let (Some((url, _)), Some(key)) = (remote(config), key(config)) else {
+            return Err(Refused::Failed(OAuthError::Url(format!(
+                "{} is a stdio server: it takes no OAuth",
+                config.name
+            ))));
+        };
+        let granted = self.tokens.get(&key).and_then(|t| t.scope);
+        let asked = challenge.scope.clone().unwrap_or_default();
+        if scope_covers(granted.as_deref(), &asked) {
+            return Err(Refused::Failed(OAuthError::ScopeRefused {
+                asked,
+                granted: granted.unwrap_or_default(),
+            }));
+        }
+        let settings = config.oauth.clone().unwrap_or_default();
+        let http = fetch::client().map_err(Refused::Failed)?;
+        let mut plan = flow::discover(&http, url, challenge, &settings)
+            .await
+            .map_err(Refused::Failed)?;
+        let wider = scope_union(granted.as_deref(), Some(&asked));
+        plan.scope = scope_union(wider.as_deref(), plan.scope.as_deref());
+        if let Some(token) = without_user(&http, &plan, &settings).await {
+            self.save(&key, token.map_err(Refused::Failed)?);
+            return Ok(());
+        }
+        if !self.follow_redirect {
+            let scope = plan.scope.clone().unwrap_or_default();
+            self.set_wider_scope(plan.scope);
+            return Err(Refused::NeedsLogin(format!(
+                "the server wants the wider scope `{scope}`: run `gemctl mcp auth {}`",
+                config.name
+            )));
+        }
+        let login = flow::begin(&http, plan, &settings)
+            .await
+            .map_err(Refused::Failed)?;
+        let token = follow(&http, login).await.map_err(Refused::Failed)?;
+        self.save(&key, token);
+        Ok(())
     }
 
     /// Starts a login for `config`: discovery, a client, the loopback
@@ -170,7 +254,10 @@ impl ServerAuth {
             .map(|(_, c)| c)
             .unwrap_or_else(Challenge::default);
         let settings = config.oauth.clone().unwrap_or_default();
-        let plan = flow::discover(&http, url, &challenge, &settings).await?;
+        let mut plan = flow::discover(&http, url, &challenge, &settings).await?;
+        if let Some(wider) = self.wider_scope() {
+            plan.scope = scope_union(Some(&wider), plan.scope.as_deref());
+        }
         let login = flow::begin(&http, plan, &settings).await?;
         let url = login.url.clone();
         *self.login.lock().await = Some(login);
@@ -187,7 +274,9 @@ impl ServerAuth {
             .ok_or_else(|| OAuthError::NoLogin(config.name.clone()))?;
         let http = fetch::client()?;
         let token = login.complete(&http, LOGIN_TIMEOUT).await?;
+        self.set_wider_scope(None);
         if let Some(key) = key(config) {
+            self.live.set(Some(token.access_token.clone()));
             self.tokens.put(&key, token)?;
         }
         Ok(())
@@ -200,6 +289,26 @@ impl ServerAuth {
             None => Ok(()),
         }
     }
+}
+
+/// A token no user has to approve, when the settings allow one: cross-app
+/// access, else the client-credentials grant. `None`: a login is needed.
+pub async fn without_user(
+    http: &reqwest::Client,
+    plan: &flow::Plan,
+    settings: &OAuthSettings,
+) -> Option<Result<store::StoredToken, OAuthError>> {
+    if let Some(provider) = cross_app::provider(settings) {
+        let client = match flow::client(http, plan, settings, "").await {
+            Ok(client) => client,
+            Err(e) => return Some(Err(e)),
+        };
+        return Some(cross_app::token(http, &provider, plan, &client).await);
+    }
+    if flow::uses_client_credentials(plan, settings) {
+        return Some(flow::client_credentials(http, plan, settings).await);
+    }
+    None
 }
 
 /// Completes `login` by opening its URL over HTTP and following the

@@ -1,7 +1,10 @@
 //! A server entry's `oauth` block, as 0.61 reads it (`MCPOAuthConfig`):
 //! `enabled`, `clientId`, `clientSecret`, `authorizationUrl`, `tokenUrl`,
 //! `scopes`, `audiences`, `redirectUri`, `tokenParamName`,
-//! `registrationUrl`.
+//! `registrationUrl`; and, beyond 0.61, `clientMetadataUrl` (a client ID
+//! metadata document, SEP-991), `privateKeyPem` and `signingAlgorithm`
+//! (`private_key_jwt`, RFC 7523), `idpTokenUrl`, `idpClientId` and
+//! `idpIdToken` (cross-app access, SEP-990).
 
 use serde_json::Value;
 
@@ -19,6 +22,20 @@ pub struct OAuthSettings {
     /// The query parameter the token goes in instead of the
     /// `Authorization` header (SSE only in 0.61).
     pub token_param_name: Option<String>,
+    /// The HTTPS URL of geminid's client ID metadata document, used as the
+    /// client id where the authorization server supports such documents
+    /// (instead of registering).
+    pub client_metadata_url: Option<String>,
+    /// A PKCS#8 PEM private key: the client authenticates with a signed
+    /// JWT (`private_key_jwt`) instead of a secret.
+    pub private_key_pem: Option<String>,
+    /// `ES256` (the default) or `RS256`.
+    pub signing_algorithm: Option<String>,
+    /// Cross-app access: the identity provider's token endpoint, the
+    /// client id there, and the ID token it exchanges for an ID-JAG.
+    pub idp_token_url: Option<String>,
+    pub idp_client_id: Option<String>,
+    pub idp_id_token: Option<String>,
 }
 
 /// Reads the `oauth` block; a field of the wrong type is a problem (the
@@ -64,7 +81,32 @@ pub fn parse(block: &Value) -> Result<OAuthSettings, String> {
         audiences: list("audiences")?,
         redirect_uri: text("redirectUri")?,
         token_param_name: text("tokenParamName")?,
+        client_metadata_url: metadata_url(text("clientMetadataUrl")?)?,
+        private_key_pem: text("privateKeyPem")?,
+        idp_token_url: text("idpTokenUrl")?,
+        idp_client_id: text("idpClientId")?,
+        idp_id_token: text("idpIdToken")?,
+        signing_algorithm: match text("signingAlgorithm")?.as_deref() {
+            None => None,
+            Some(alg @ ("ES256" | "RS256")) => Some(alg.to_owned()),
+            Some(other) => {
+                return Err(format!(
+                    "`oauth.signingAlgorithm` must be ES256 or RS256, not {other:?}"
+                ));
+            }
+        },
     })
+}
+
+/// A client ID metadata document's URL must be HTTPS with a path (SEP-991).
+fn metadata_url(url: Option<String>) -> Result<Option<String>, String> {
+    let Some(text) = url else { return Ok(None) };
+    match reqwest::Url::parse(&text) {
+        Ok(u) if u.scheme() == "https" && u.path() != "/" && !u.path().is_empty() => Ok(Some(text)),
+        _ => Err(format!(
+            "`oauth.clientMetadataUrl` must be an https URL with a path, not {text:?}"
+        )),
+    }
 }
 
 #[cfg(test)]
@@ -86,5 +128,15 @@ mod tests {
         assert!(parse(&json!({"scopes": "a"})).is_err());
         assert!(parse(&json!({"enabled": "yes"})).is_err());
         assert!(parse(&json!([])).is_err());
+        let cimd = "https://example.com/geminid.json";
+        let s = parse(&json!({"clientMetadataUrl": cimd})).unwrap();
+        assert_eq!(s.client_metadata_url.as_deref(), Some(cimd));
+        for bad in [
+            "http://example.com/c.json",
+            "https://example.com/",
+            "c.json",
+        ] {
+            assert!(parse(&json!({"clientMetadataUrl": bad})).is_err(), "{bad}");
+        }
     }
 }

@@ -23,6 +23,8 @@ pub enum ClientAuth {
     Post,
     /// `none`: a public client.
     None,
+    /// `private_key_jwt`: a signed JWT assertion (`assertion.rs`).
+    PrivateKeyJwt,
 }
 
 /// A client the authorization server knows (registered or configured).
@@ -31,6 +33,10 @@ pub struct Client {
     pub client_id: String,
     pub client_secret: Option<String>,
     pub auth: ClientAuth,
+    /// The signing key of a `private_key_jwt` client: from the settings,
+    /// never stored.
+    #[serde(skip)]
+    pub assertion_key: Option<super::assertion::AssertionKey>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -169,6 +175,7 @@ mod tests {
                 client_id: "c".into(),
                 client_secret: None,
                 auth: ClientAuth::None,
+                assertion_key: None,
             },
             resource: None,
             grant: "authorization_code".into(),
