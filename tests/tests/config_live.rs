@@ -244,7 +244,9 @@ async fn settings_with_comments_apply_and_a_broken_file_is_reported_once() {
     assert!(c.status().await.unwrap().config_problems.is_empty());
     // Broken again: the exclusion stays (fail closed), one event per
     // change, nothing repeated while the daemon sits idle.
-    std::fs::write(&settings, "{ \"tools\": ").unwrap();
+    // Saved whole (renamed into place, as editors do): a truncate-then-write
+    // seen half way by a loaded machine would be a second, real change.
+    save_whole(&settings, "{ \"tools\": ");
     until_problem(&c, "settings.json").await;
     assert_eq!(decision(&c, "echo hi").await, "deny");
     let got = collect_until(&mut events, |e| {
@@ -253,7 +255,7 @@ async fn settings_with_comments_apply_and_a_broken_file_is_reported_once() {
     .await;
     assert!(!got.is_empty());
     // touch: same bytes, nothing new.
-    std::fs::write(&settings, "{ \"tools\": ").unwrap();
+    save_whole(&settings, "{ \"tools\": ");
     tokio::time::sleep(Duration::from_millis(600)).await;
     assert_eq!(
         count_errors(&c, &session).await,
@@ -282,6 +284,14 @@ async fn until_problem(
 }
 
 /// `error` events in the session's stored history.
+/// Writes `text` to a temporary file beside `path` and renames it over
+/// `path`, so no reader ever sees it half written.
+fn save_whole(path: &std::path::Path, text: &str) {
+    let tmp = path.with_extension("saving");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, path).unwrap();
+}
+
 async fn count_errors(c: &Client, session: &str) -> usize {
     let mut events = c
         .subscribe_session(session.to_owned(), Some(0))
