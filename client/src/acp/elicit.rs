@@ -82,7 +82,8 @@ mod tests {
     #[test]
     fn a_question_is_a_form_tied_to_its_call_and_odd_answers_cancel() {
         let field: QuestionField = serde_json::from_value(
-            json!({"name": "name", "type": "string", "required": true, "default": "Ada"}),
+            json!({"name": "name", "type": "string", "required": true, "default": "Ada",
+                "minLength": 2, "maxLength": 40, "format": "email"}),
         )
         .unwrap();
         let q = Open {
@@ -100,7 +101,13 @@ mod tests {
         assert_eq!(r["mode"], "form");
         assert_eq!(r["message"], "MCP server everything asks: Who?");
         assert_eq!(r["requestedSchema"]["required"], json!(["name"]));
-        assert_eq!(r["requestedSchema"]["properties"]["name"]["default"], "Ada");
+        let name = &r["requestedSchema"]["properties"]["name"];
+        assert_eq!(name["default"], "Ada");
+        // The editor can tell the person the bounds before they answer.
+        assert_eq!(
+            (&name["minLength"], &name["maxLength"], &name["format"]),
+            (&json!(2), &json!(40), &json!("email"))
+        );
 
         let accept = answer_of(&Ok(json!({"action": "accept", "content": {"name": "Bo"}})));
         assert_eq!(accept, (AnswerAction::Accept, Some(json!({"name": "Bo"}))));
