@@ -202,13 +202,109 @@ pub(crate) fn field_prompt(field: &QuestionField) -> String {
         "integer" | "number" => " number",
         _ => "",
     };
+    let bounds = bounds_words(field)
+        .map(|b| format!(" ({b})"))
+        .unwrap_or_default();
     let default = field
         .default
         .as_ref()
         .map(|d| format!(" [{}]", shown(d)))
         .unwrap_or_default();
-    out.push_str(&format!("\n  {}{hint}{default}: ", field.name));
+    out.push_str(&format!("\n  {}{hint}{bounds}{default}: ", field.name));
     out
+}
+
+/// What the daemon will hold an answer to, in words: "3-20 characters,
+/// an email", "1 to 100", "pick 1-2"; `None` when the field says nothing.
+pub(crate) fn bounds_words(field: &QuestionField) -> Option<String> {
+    use geminid_protocol::question::length_words;
+    let mut parts = Vec::new();
+    match field.kind.as_str() {
+        "string" => {
+            parts.extend(length_words(
+                field.min_length,
+                field.max_length,
+                "characters",
+            ));
+            if let Some(f) = &field.format {
+                parts.push(format_words(f));
+            }
+        }
+        "integer" | "number" => match (field.minimum, field.maximum) {
+            (Some(a), Some(b)) => parts.push(format!("{a} to {b}")),
+            (Some(a), None) => parts.push(format!("at least {a}")),
+            (None, Some(b)) => parts.push(format!("at most {b}")),
+            (None, None) => {}
+        },
+        "choices" => {
+            parts.extend(
+                length_words(field.min_items, field.max_items, "of them")
+                    .map(|w| format!("pick {w}")),
+            );
+        }
+        _ => {}
+    }
+    (!parts.is_empty()).then(|| parts.join(", "))
+}
+
+fn format_words(format: &str) -> String {
+    match format {
+        "email" => "an email address".into(),
+        "uri" => "a URI".into(),
+        "date" => "a date, YYYY-MM-DD".into(),
+        "date-time" => "a date and time, YYYY-MM-DDThh:mm:ss".into(),
+        other => format!("format {other}"),
+    }
+}
+
+/// A parsed value checked against the field's bounds, as the daemon will
+/// check it: a bad line is asked again here, not refused after sending.
+fn within_bounds(field: &QuestionField, value: &Value) -> Result<(), String> {
+    let outside = |n: u64, min: Option<u64>, max: Option<u64>| {
+        min.is_some_and(|m| n < m) || max.is_some_and(|m| n > m)
+    };
+    match value {
+        Value::String(s) if field.kind == "string" => {
+            let n = s.chars().count() as u64;
+            if outside(n, field.min_length, field.max_length) {
+                return Err(format!(
+                    "{} must be {} (this is {n})",
+                    field.name,
+                    geminid_protocol::question::length_words(
+                        field.min_length,
+                        field.max_length,
+                        "characters"
+                    )
+                    .unwrap_or_default()
+                ));
+            }
+            if let Some(f) = &field.format
+                && !geminid_protocol::question::format_fits(f, s)
+            {
+                return Err(format!("{} must be {}", field.name, format_words(f)));
+            }
+            Ok(())
+        }
+        Value::Number(n) => {
+            let n = n.as_f64().unwrap_or(f64::NAN);
+            if field.minimum.is_some_and(|m| n < m) || field.maximum.is_some_and(|m| n > m) {
+                return Err(format!(
+                    "{} must be {}",
+                    field.name,
+                    bounds_words(field).unwrap_or_default()
+                ));
+            }
+            Ok(())
+        }
+        Value::Array(items) if outside(items.len() as u64, field.min_items, field.max_items) => {
+            Err(format!(
+                "{}: {}",
+                field.name,
+                bounds_words(field).unwrap_or_default()
+            ))
+        }
+        _ => Ok(()),
+    }
 }
 
 fn shown(v: &Value) -> String {
@@ -290,6 +386,16 @@ impl Filling {
 /// One line as a field's value: empty takes the default (or leaves an
 /// optional field out); a required field without default must be given.
 pub(crate) fn parse_line(field: &QuestionField, line: &str) -> Result<Option<Value>, String> {
+    let value = parse_value(field, line)?;
+    if let Some(v) = &value
+        && !line.is_empty()
+    {
+        within_bounds(field, v)?;
+    }
+    Ok(value)
+}
+
+fn parse_value(field: &QuestionField, line: &str) -> Result<Option<Value>, String> {
     if line.is_empty() {
         return match &field.default {
             Some(d) => Ok(Some(d.clone())),
@@ -386,6 +492,71 @@ mod tests {
         );
         let (mut f, _) = Filling::start(&q);
         assert_eq!(f.take("d"), Step::Done(AnswerAction::Decline, None));
+    }
+}
+
+#[cfg(test)]
+mod bounds_tests {
+    use super::*;
+    use serde_json::json;
+
+    fn field(v: Value) -> QuestionField {
+        serde_json::from_value(v).unwrap()
+    }
+
+    #[test]
+    fn a_fields_bounds_are_shown_and_a_line_outside_them_is_asked_again() {
+        let q = Open {
+            question_id: "q-1".into(),
+            call_id: None,
+            asked_by: QuestionAsker::Model,
+            message: "sign up".into(),
+            url: None,
+            fields: vec![
+                field(json!({"name": "user", "type": "string", "required": true,
+                    "minLength": 3, "maxLength": 8})),
+                field(
+                    json!({"name": "mail", "type": "string", "required": true, "format": "email"}),
+                ),
+                field(json!({"name": "age", "type": "integer", "required": true,
+                    "minimum": 18.0, "maximum": 99.0})),
+                field(
+                    json!({"name": "tags", "type": "choices", "required": true, "maxItems": 1,
+                    "options": [{"value": "a"}, {"value": "b"}]}),
+                ),
+            ],
+        };
+        let (mut f, first) = Filling::start(&q);
+        assert!(first.contains("user (3-8 characters): "), "{first}");
+        // Characters, not bytes.
+        assert!(
+            matches!(f.take("ab"), Step::Again(w) if w.contains("must be 3-8 characters (this is 2)"))
+        );
+        assert!(matches!(f.take("abcdefghi"), Step::Again(_)));
+        let Step::Next(mail) = f.take("ééé") else {
+            panic!()
+        };
+        assert!(mail.contains("(an email address)"), "{mail}");
+        assert!(
+            matches!(f.take("nobody"), Step::Again(w) if w.contains("must be an email address"))
+        );
+        let Step::Next(age) = f.take("a@b.example") else {
+            panic!()
+        };
+        assert!(age.contains("(18 to 99)"), "{age}");
+        assert!(matches!(f.take("7"), Step::Again(w) if w.contains("age must be 18 to 99")));
+        let Step::Next(tags) = f.take("30") else {
+            panic!()
+        };
+        assert!(tags.contains("(pick at most 1 of them)"), "{tags}");
+        assert!(matches!(f.take("1,2"), Step::Again(_)));
+        assert_eq!(
+            f.take("2"),
+            Step::Done(
+                AnswerAction::Accept,
+                Some(json!({"user": "ééé", "mail": "a@b.example", "age": 30, "tags": ["b"]}))
+            )
+        );
     }
 }
 

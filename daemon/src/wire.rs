@@ -652,11 +652,21 @@ pub fn question_fields(
                 format: None,
                 minimum: None,
                 maximum: None,
+                min_length: None,
+                max_length: None,
+                min_items: None,
+                max_items: None,
             };
             match &f.kind {
-                FieldKind::Text { format, .. } => {
+                FieldKind::Text {
+                    format,
+                    min_length,
+                    max_length,
+                } => {
                     field.kind = "string".into();
                     field.format = format.clone();
+                    field.min_length = *min_length;
+                    field.max_length = *max_length;
                 }
                 FieldKind::Number {
                     integer,
@@ -673,9 +683,15 @@ pub fn question_fields(
                     field.options = options(o);
                     field.other = *other;
                 }
-                FieldKind::Choices { options: o, .. } => {
+                FieldKind::Choices {
+                    options: o,
+                    min_items,
+                    max_items,
+                } => {
                     field.kind = "choices".into();
                     field.options = options(o);
+                    field.min_items = *min_items;
+                    field.max_items = *max_items;
                 }
             }
             field

@@ -2,8 +2,9 @@
 //! an editor that advertised form elicitation is asked with
 //! `elicitation/create` (withdrawn with `$/cancel_request` when a terminal
 //! answers first); one that did not sees the question declined, with a
-//! note in the agent's message. Driven raw over stdio, then by the ACP
-//! SDK's client.
+//! note in the agent's message. A URL-mode question goes as a URL
+//! elicitation to an editor that advertised `url`, and is declined with
+//! a note elsewhere. Driven raw over stdio, then by the ACP SDK's client.
 
 mod acp_setup;
 mod peers;
@@ -282,6 +283,109 @@ async fn a_question_open_when_an_editor_loads_the_session_is_asked_after_the_his
     .await;
     assert!(
         function_responses(&s.fake).contains(r#"\"1\":\"loaded\""#),
+        "{}",
+        function_responses(&s.fake)
+    );
+}
+
+/// A setup whose daemon also runs the URL-mode elicitation server
+/// (`tests/peers/py_url_server.py`, trusted: its calls need no approval).
+async fn url_setup(replies: Vec<geminid_tests::fake_model::Reply>) -> Setup {
+    let p = peers::peers();
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("peers/py_url_server.py");
+    let fake = FakeModel::scripted(replies).await;
+    let mut d = TestDaemon::prepared(&[
+        ("GEMINI_API_KEY", "test-key"),
+        ("GOOGLE_GEMINI_BASE_URL", fake.base_url.as_str()),
+        ("GEMINI_MODEL", "gemini-2.5-flash"),
+    ]);
+    let dir = d.home().join(".gemini");
+    std::fs::create_dir_all(&dir).expect("gemini dir");
+    std::fs::write(
+        dir.join("settings.json"),
+        json!({"mcpServers": {"web": {
+            "command": p.join(".venv/bin/python").display().to_string(),
+            "args": [script.display().to_string()],
+            "trust": true,
+        }}})
+        .to_string(),
+    )
+    .expect("settings");
+    d.spawn();
+    let c = d.client().await;
+    peers::connected(&c, &["web"]).await;
+    Setup { d, fake }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_editor_that_shows_links_gets_a_url_question_as_such_and_others_a_note() {
+    let s = url_setup(vec![
+        gemini::call_reply(&[("web__login", json!({}))]),
+        gemini::answer(&["Signed in."]),
+        gemini::call_reply(&[("web__login", json!({}))]),
+        gemini::answer(&["Not signed in."]),
+    ])
+    .await;
+    let mut agent = s
+        .agent_with(json!({"elicitation": {"form": {}, "url": {}}}))
+        .await;
+    let session = s.new_session(&mut agent).await;
+    let id = agent
+        .request("session/prompt", prompt(&session, "sign in"))
+        .await;
+    let before = agent.until(|m| is_request(m, "elicitation/create")).await;
+    let ask = before.last().unwrap().clone();
+    let params = &ask["params"];
+    assert_eq!(params["mode"], "url", "{ask}");
+    assert_eq!(params["url"], "https://auth.example.test/login?state=abc");
+    assert_eq!(
+        params["message"],
+        "MCP server web asks: Sign in to Example to continue"
+    );
+    assert!(params["elicitationId"].as_str().unwrap().starts_with("q-"));
+    assert!(params.get("requestedSchema").is_none(), "{ask}");
+    let elicitation_id = params["elicitationId"].clone();
+    agent.respond(&ask["id"], json!({"action": "accept"})).await;
+    // The server says the interaction is over: the editor is told, and the
+    // call ends with the server's reading of the answer. The notification
+    // and the turn's end travel apart: wait for both, in either order.
+    let mut completed = false;
+    let mut ended = false;
+    let seen = agent
+        .until(|m| {
+            completed |= m["method"] == "elicitation/complete"
+                && m["params"]["elicitationId"] == elicitation_id;
+            ended |= is_response(m, id);
+            completed && ended
+        })
+        .await;
+    let end = seen.iter().find(|m| is_response(m, id)).unwrap();
+    assert_eq!(end["result"]["stopReason"], "end_turn", "{end}");
+    assert!(
+        function_responses(&s.fake).contains("action=accept"),
+        "{}",
+        function_responses(&s.fake)
+    );
+    assert_eq!(agent.close().await, Some(0));
+
+    // An editor that offers only forms: the link is declined, with a note.
+    let mut agent = s.agent_with(json!({"elicitation": {"form": {}}})).await;
+    let session = s.new_session(&mut agent).await;
+    let (r, seen) = agent
+        .call("session/prompt", prompt(&session, "sign in again"))
+        .await;
+    assert_eq!(r["result"]["stopReason"], "end_turn", "{r}");
+    assert!(
+        !seen.iter().any(|m| is_request(m, "elicitation/create")),
+        "{seen:?}"
+    );
+    let text = text_of(&seen, "agent_message_chunk");
+    assert!(
+        text.contains("declined: this editor offers no URL elicitation"),
+        "{text}"
+    );
+    assert!(
+        function_responses(&s.fake).contains("action=decline"),
         "{}",
         function_responses(&s.fake)
     );

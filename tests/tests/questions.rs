@@ -669,3 +669,45 @@ async fn attach_shows_a_links_host_and_takes_only_a_clear_yes() {
     tmux.wait_for("a", "says the interaction at its URL is complete")
         .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_text_fields_bounds_reach_the_client_and_the_terminal_asks_again_within_them() {
+    use geminid_tests::tmux::Tmux;
+    let d = url_server_daemon();
+    let c = d.client().await;
+    connected(&c, &["web"]).await;
+    let sid = session_in(&c, &d.workspace, Some(ApprovalMode::Yolo), Some(true)).await;
+    let tmux = Tmux::new(d.dir.path());
+    tmux.start("a", &gemctl_command(&d, &format!("attach {sid}")));
+    tmux.wait_for("a", "attached to").await;
+    let mut sub = subscribe(&c, &sid).await;
+    let call_id = start_call(&c, &sid, "web__sign_up").await;
+
+    // On the wire: the server's minLength/maxLength/format, as it sent them.
+    let (_, payload) = asked(&mut sub).await;
+    let EventPayload::QuestionAsked { fields, .. } = payload else {
+        unreachable!()
+    };
+    let field = |name: &str| fields.iter().find(|f| f.name == name).expect(name).clone();
+    assert_eq!(
+        (field("user").min_length, field("user").max_length),
+        (Some(3), Some(8))
+    );
+    assert_eq!(field("mail").format.as_deref(), Some("email"));
+
+    // At the terminal: the bounds are shown, and a line outside them is
+    // asked again before anything is sent (fields come in name order).
+    tmux.wait_for("a", "mail (an email address): ").await;
+    tmux.line("a", "not-an-address");
+    tmux.wait_for("a", "mail must be an email address").await;
+    tmux.line("a", "ada@example.test");
+    let screen = tmux.wait_for("a", "user (3-8 characters): ").await;
+    assert!(screen.contains("A user name"), "{screen}");
+    tmux.line("a", "ab");
+    tmux.wait_for("a", "user must be 3-8 characters (this is 2)")
+        .await;
+    tmux.line("a", "ada");
+    let (state, text) = final_text(&mut sub, &call_id).await;
+    assert_eq!(state, CallState::Success, "{text}");
+    assert!(text.contains("user=ada mail=ada@example.test"), "{text}");
+}

@@ -13,6 +13,8 @@ use crate::questions::Open;
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct EditorAsks {
     pub form: bool,
+    /// URL mode: the editor shows the person a link to open.
+    pub url: bool,
 }
 
 impl EditorAsks {
@@ -24,7 +26,8 @@ impl EditorAsks {
             return EditorAsks::default();
         };
         let form = modes.is_empty() || modes.get("form").is_some_and(Value::is_object);
-        EditorAsks { form }
+        let url = modes.get("url").is_some_and(Value::is_object);
+        EditorAsks { form, url }
     }
 }
 
@@ -36,6 +39,22 @@ pub fn form_request(session_id: &str, q: &Open) -> Value {
         "mode": "form",
         "message": format!("{} asks: {}", crate::questions::asker_words(&q.asked_by), q.message),
         "requestedSchema": crate::mcp_serve::elicit::schema_of(&q.fields),
+    });
+    if let Some(call_id) = &q.call_id {
+        params["toolCallId"] = json!(call_id);
+    }
+    params
+}
+
+/// The `elicitation/create` params for a URL-mode question (a link, no
+/// fields): the question's id names the elicitation, as `mcp serve` does.
+pub fn url_request(session_id: &str, q: &Open, url: &str) -> Value {
+    let mut params = json!({
+        "sessionId": session_id,
+        "mode": "url",
+        "message": format!("{} asks: {}", crate::questions::asker_words(&q.asked_by), q.message),
+        "url": url,
+        "elicitationId": q.question_id,
     });
     if let Some(call_id) = &q.call_id {
         params["toolCallId"] = json!(call_id);
@@ -77,12 +96,16 @@ mod tests {
         assert!(caps(json!({"elicitation": {}})).form);
         assert!(caps(json!({"elicitation": {"form": {}}})).form);
         assert!(!caps(json!({"elicitation": {"url": {}}})).form);
+        assert!(caps(json!({"elicitation": {"url": {}}})).url);
+        assert!(!caps(json!({"elicitation": {}})).url);
+        assert!(!caps(json!({"elicitation": {"form": {}}})).url);
     }
 
     #[test]
     fn a_question_is_a_form_tied_to_its_call_and_odd_answers_cancel() {
         let field: QuestionField = serde_json::from_value(
-            json!({"name": "name", "type": "string", "required": true, "default": "Ada"}),
+            json!({"name": "name", "type": "string", "required": true, "default": "Ada",
+                "minLength": 2, "maxLength": 40, "format": "email"}),
         )
         .unwrap();
         let q = Open {
@@ -100,7 +123,30 @@ mod tests {
         assert_eq!(r["mode"], "form");
         assert_eq!(r["message"], "MCP server everything asks: Who?");
         assert_eq!(r["requestedSchema"]["required"], json!(["name"]));
-        assert_eq!(r["requestedSchema"]["properties"]["name"]["default"], "Ada");
+        let name = &r["requestedSchema"]["properties"]["name"];
+        assert_eq!(name["default"], "Ada");
+        // The editor can tell the person the bounds before they answer.
+        assert_eq!(
+            (&name["minLength"], &name["maxLength"], &name["format"]),
+            (&json!(2), &json!(40), &json!("email"))
+        );
+
+        let link = Open {
+            url: Some("https://auth.example/x".into()),
+            fields: Vec::new(),
+            ..q.clone()
+        };
+        let r = url_request("s1", &link, "https://auth.example/x");
+        assert_eq!(
+            (&r["mode"], &r["url"], &r["elicitationId"], &r["toolCallId"]),
+            (
+                &json!("url"),
+                &json!("https://auth.example/x"),
+                &json!("q-3"),
+                &json!("call-2")
+            )
+        );
+        assert!(r.get("requestedSchema").is_none());
 
         let accept = answer_of(&Ok(json!({"action": "accept", "content": {"name": "Bo"}})));
         assert_eq!(accept, (AnswerAction::Accept, Some(json!({"name": "Bo"}))));

@@ -2,8 +2,8 @@
 //! `session/update` notifications, a `turnFinished` answers the
 //! `session/prompt` that queued the turn, a call awaiting approval becomes a
 //! `session/request_permission` (withdrawn when a terminal answers first),
-//! a question an `elicitation/create` when the editor can show one (else
-//! declined with a note), and after `session/load` the history is
+//! a question an `elicitation/create` when the editor can show its mode
+//! (form, or url for a link; else declined with a note), and after `session/load` the history is
 //! replayed before the answer.
 
 use std::collections::{BTreeMap, HashMap};
@@ -91,6 +91,7 @@ impl Follow {
             editor_asks: editor.asks,
             questions: Default::default(),
             elicited: HashMap::new(),
+            linked: Default::default(),
         };
         let handle = tokio::spawn(task.run(since));
         *follow.task.lock().unwrap_or_else(|e| e.into_inner()) = Some(handle);
@@ -163,6 +164,9 @@ struct Follower {
     questions: crate::questions::QuestionBook,
     /// `elicitation/create` requests sent, by question id.
     elicited: HashMap<String, u64>,
+    /// URL-mode questions sent to the editor, told `elicitation/complete`
+    /// when their server says the interaction is over.
+    linked: std::collections::HashSet<String>,
 }
 
 impl Follower {
@@ -279,6 +283,14 @@ impl Follower {
             EventPayload::ApprovalModeChanged { approval_mode } => self.update(
                 json!({"sessionUpdate": "current_mode_update", "currentModeId": approval_mode.as_str()}),
             ),
+            EventPayload::ElicitationCompleted { question_id, .. }
+                if self.linked.remove(question_id) =>
+            {
+                self.peer.notify(
+                    "elicitation/complete",
+                    json!({"elicitationId": question_id}),
+                )
+            }
             EventPayload::QuestionAsked { question_id, .. } if self.replayed => {
                 if let Some(question) = self.questions.get(question_id).cloned() {
                     self.put_question(question).await;
@@ -289,23 +301,31 @@ impl Follower {
     }
 
     /// Puts a question to the editor as an `elicitation/create` when it
-    /// advertised form elicitation; its answer goes back with
+    /// advertised the question's mode (form, or url for a link); its answer goes back with
     /// `session.answer` (refused harmlessly when another client answered
     /// first). Else it is declined.
     async fn put_question(&mut self, q: crate::questions::Open) {
         if self.elicited.contains_key(&q.question_id) {
             return;
         }
-        // A URL-mode question is not sent on: declined, with the note.
-        let why = match (&q.url, self.editor_asks.form) {
-            (Some(_), _) => Some("gemctl acp does not send a link to open to the editor"),
-            (None, false) => Some("this editor offers no elicitation to ask it here"),
-            (None, true) => None,
+        // A URL-mode question goes only to an editor that shows links;
+        // else it is declined, with the note.
+        let asks = self.editor_asks;
+        let params = match &q.url {
+            Some(url) if asks.url => elicit::url_request(&self.session_id, &q, url),
+            None if asks.form => elicit::form_request(&self.session_id, &q),
+            Some(_) => {
+                let why = "this editor offers no URL elicitation to show the link";
+                return self.decline_question(&q, why).await;
+            }
+            None => {
+                let why = "this editor offers no elicitation to ask it here";
+                return self.decline_question(&q, why).await;
+            }
         };
-        if let Some(why) = why {
-            return self.decline_question(&q, why).await;
+        if q.url.is_some() {
+            self.linked.insert(q.question_id.clone());
         }
-        let params = elicit::form_request(&self.session_id, &q);
         let (request, answer) = self.peer.request("elicitation/create", params);
         self.elicited.insert(q.question_id.clone(), request);
         let client = self.client.clone();

@@ -57,6 +57,10 @@ pub(crate) fn schema_of(fields: &[QuestionField]) -> Value {
             ("format", f.format.as_ref().map(|v| json!(v))),
             ("minimum", f.minimum.map(|v| bound(&f.kind, v))),
             ("maximum", f.maximum.map(|v| bound(&f.kind, v))),
+            ("minLength", f.min_length.map(|v| json!(v))),
+            ("maxLength", f.max_length.map(|v| json!(v))),
+            ("minItems", f.min_items.map(|v| json!(v))),
+            ("maxItems", f.max_items.map(|v| json!(v))),
             ("default", f.default.clone()),
         ] {
             if let Some(value) = value {
@@ -148,6 +152,7 @@ mod tests {
     fn every_field_kind_makes_a_schema_the_mcp_types_accept() {
         let fields: Vec<QuestionField> = serde_json::from_value(json!([
             {"name": "name", "type": "string", "required": true, "format": "email"},
+            {"name": "user", "type": "string", "required": false, "minLength": 3, "maxLength": 20},
             {"name": "n", "type": "integer", "required": false, "minimum": 1.0, "maximum": 100.0, "default": 42},
             {"name": "x", "type": "number", "required": false, "minimum": 0.5},
             {"name": "ok", "type": "boolean", "required": false, "default": true},
@@ -161,9 +166,21 @@ mod tests {
         .unwrap();
         let schema = schema_of(&fields);
         assert_eq!(schema["properties"]["n"]["minimum"], json!(1));
+        assert_eq!(schema["properties"]["user"]["minLength"], json!(3));
         let request = serde_json::from_value::<ElicitRequestParams>(
             json!({"mode": "form", "message": "m", "requestedSchema": schema}),
         );
         assert!(request.is_ok(), "{request:?}");
+        // The bounds survive the MCP types, as the client receives them.
+        let sent = serde_json::to_value(request.unwrap()).unwrap();
+        let user = &sent["requestedSchema"]["properties"]["user"];
+        assert_eq!(
+            (user["minLength"].clone(), user["maxLength"].clone()),
+            (json!(3), json!(20))
+        );
+        assert_eq!(
+            sent["requestedSchema"]["properties"]["name"]["format"],
+            "email"
+        );
     }
 }

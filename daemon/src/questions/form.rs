@@ -286,36 +286,12 @@ fn list(options: &[Choice]) -> String {
         .join(", ")
 }
 
-/// The string formats the restricted schema names, checked loosely (the
-/// shape, not every rule of the RFCs).
 fn check_format(format: &str, s: &str) -> Result<(), String> {
-    let ok = match format {
-        "email" => s
-            .split_once('@')
-            .is_some_and(|(user, host)| !user.is_empty() && host.contains('.') && !s.contains(' ')),
-        "uri" => s.split_once(':').is_some_and(|(scheme, rest)| {
-            !scheme.is_empty() && !rest.is_empty() && !s.contains(' ')
-        }),
-        "date" => is_date(s),
-        "date-time" => s
-            .split_once(['T', 't'])
-            .is_some_and(|(date, time)| is_date(date) && time.len() >= 8),
-        _ => true,
-    };
-    if ok {
+    if geminid_protocol::question::format_fits(format, s) {
         Ok(())
     } else {
         Err(format!("must be a valid {format}"))
     }
-}
-
-fn is_date(s: &str) -> bool {
-    let parts: Vec<&str> = s.split('-').collect();
-    parts.len() == 3
-        && [4, 2, 2]
-            .iter()
-            .zip(&parts)
-            .all(|(n, p)| p.len() == *n && p.chars().all(|c| c.is_ascii_digit()))
 }
 
 #[cfg(test)]
