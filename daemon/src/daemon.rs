@@ -636,6 +636,18 @@ impl Daemon {
                 problems.extend(extension_server_problems(ext));
             }
         }
+        let user_servers: Vec<String> = crate::discovery::settings::load(
+            &self.config.user_gemini_dir.join("settings.json"),
+            "user",
+        )
+        .servers
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+        problems.extend(crate::extensions::server_name_clashes(
+            &found,
+            &user_servers,
+        ));
         let context = |list: &[crate::extensions::Extension]| -> Vec<_> {
             list.iter()
                 .map(|e| (e.name.clone(), e.overrides.clone(), e.context_files.clone()))
