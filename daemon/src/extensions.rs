@@ -65,6 +65,9 @@ pub struct Extension {
     /// The declared settings marked `sensitive: true` (their values are
     /// in the keychain).
     pub sensitive_vars: Vec<String>,
+    /// `experimental.extensionConfig` is false: its settings get no
+    /// values (`extension_settings::scope_values`), as in 0.61.
+    pub settings_off: bool,
 }
 
 impl Extension {

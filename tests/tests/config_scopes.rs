@@ -847,3 +847,59 @@ async fn mcp_read_and_prompt_ask_the_server_the_workspace_sees() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("no MCP server named \"docs\""), "{err}");
 }
+
+/// `experimental.extensionConfig: false` (0.61's default is true): an
+/// extension's settings get no values; set back to true, they reach its
+/// server again (its entry changed: it restarts).
+#[tokio::test(flavor = "multi_thread")]
+async fn extension_config_off_gives_the_settings_no_values() {
+    let p = peers();
+    let mut d = TestDaemon::prepared(&[]);
+    let home = d.home();
+    install_extension(
+        &home,
+        "keyed",
+        &json!({"name": "keyed",
+                "settings": [{"name": "API key", "envVar": "EXT_API_KEY"}],
+                "mcpServers": {"keyed-srv": {"command": everything(&p),
+                    "includeTools": ["get-env"]}}}),
+    );
+    std::fs::write(
+        home.join(".gemini/extensions/keyed/.env"),
+        "EXT_API_KEY=ext-secret-value\n",
+    )
+    .unwrap();
+    let settings = home.join(".gemini/settings.json");
+    std::fs::write(
+        &settings,
+        "{\n  // no extension settings\n  \"experimental\": {\"extensionConfig\": false}\n}",
+    )
+    .unwrap();
+    d.spawn();
+    let c = d.client().await;
+    let session = yolo_session(&c, &d.workspace).await;
+    connected(&c, &["keyed-srv"]).await;
+    let text = called(&c, &session, "get-env").await;
+    assert!(!text.contains("ext-secret-value"), "{text}");
+    let status = c.status().await.unwrap();
+    assert!(
+        !status
+            .unused_settings
+            .iter()
+            .any(|k| k.contains("experimental.extensionConfig")),
+        "the key is read: {:?}",
+        status.unused_settings
+    );
+    std::fs::write(&settings, r#"{"experimental": {"extensionConfig": true}}"#).unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        let snap = run(&c, &session, "get-env", json!({})).await;
+        if snap.state == CallState::Success
+            && result_json(&snap).to_string().contains("ext-secret-value")
+        {
+            break;
+        }
+        assert!(start.elapsed().as_secs() < 30, "never got the value");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}
