@@ -356,6 +356,12 @@ async fn a_workspace_s_values_override_the_user_s_for_its_sessions_only() {
         },
     )
     .await;
+    // The shared server connects on its own: not necessarily before the
+    // workspace's instance.
+    eventually("the shared server answers", || async {
+        env_of(&c, &in_main, "get-env").await.is_some()
+    })
+    .await;
     let text = env_of(&c, &in_main, "get-env").await.expect("get-env");
     assert!(
         text.contains("user-mode") && text.contains("user-token") && !text.contains("ws-"),
