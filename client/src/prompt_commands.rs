@@ -299,6 +299,8 @@ pub async fn expand(
             command.server.clone(),
             command.prompt.clone(),
             Some(arguments),
+            None,
+            None,
         )
         .await;
     match got {

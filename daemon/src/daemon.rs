@@ -618,7 +618,14 @@ impl Daemon {
     /// policy's (`policy/live.rs`).
     fn apply_extensions(&self) {
         let dir = self.config.user_gemini_dir.join("extensions");
-        let (found, mut problems) = crate::extensions::load_all(&dir);
+        let (mut found, mut problems) = crate::extensions::load_all(&dir);
+        let settings_off = !crate::extension_settings::settings_on(
+            &self.config.system_settings,
+            &self.config.user_gemini_dir,
+        );
+        for ext in &mut found {
+            ext.settings_off = settings_off;
+        }
         if let Some(watch) = self
             .config_watch
             .lock()
@@ -636,6 +643,18 @@ impl Daemon {
                 problems.extend(extension_server_problems(ext));
             }
         }
+        let user_servers: Vec<String> = crate::discovery::settings::load(
+            &self.config.user_gemini_dir.join("settings.json"),
+            "user",
+        )
+        .servers
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+        problems.extend(crate::extensions::server_name_clashes(
+            &found,
+            &user_servers,
+        ));
         let context = |list: &[crate::extensions::Extension]| -> Vec<_> {
             list.iter()
                 .map(|e| (e.name.clone(), e.overrides.clone(), e.context_files.clone()))

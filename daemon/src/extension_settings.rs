@@ -8,6 +8,8 @@
 //! override the user's, and are read only for a trusted workspace. Only
 //! the variables the manifest declares (`settings[].envVar`) are given.
 //! The extension's id (`Extension::id`) is `extension_id.rs`'s.
+//! `experimental.extensionConfig: false` (system or user settings; 0.61's
+//! default is true) turns the values off: none are read ([`settings_on`]).
 
 use std::path::{Path, PathBuf};
 
@@ -52,7 +54,7 @@ pub fn scope_values(
     keychain: &mut Keychain,
 ) -> (Vec<(String, String)>, Vec<ConfigProblem>) {
     let mut problems = Vec::new();
-    if ext.setting_vars.is_empty() {
+    if ext.setting_vars.is_empty() || ext.settings_off {
         return (Vec::new(), problems);
     }
     let file_values = std::fs::read_to_string(env_file(ext, scope))
@@ -97,6 +99,26 @@ pub fn scope_values(
         }
     }
     (values, problems)
+}
+
+/// Whether extensions' settings get values: `experimental.extensionConfig`
+/// of the merged system and user settings (default true, as 0.61). A file
+/// that cannot be read leaves the default (its problem is reported by the
+/// settings loader).
+pub fn settings_on(system_settings: &Path, user_gemini_dir: &Path) -> bool {
+    let mut merged = serde_json::Value::Null;
+    for path in crate::settings_merge::layer_files(system_settings, user_gemini_dir, None) {
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            continue;
+        };
+        if let Ok(value) = crate::jsonc::parse(&text) {
+            crate::settings_merge::merge_into(&mut merged, value);
+        }
+    }
+    merged
+        .pointer("/experimental/extensionConfig")
+        .and_then(serde_json::Value::as_bool)
+        .unwrap_or(true)
 }
 
 /// The values `ext`'s servers and hooks get in sessions rooted at

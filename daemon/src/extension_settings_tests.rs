@@ -77,6 +77,41 @@ fn a_workspace_value_overrides_the_users() {
 }
 
 #[test]
+fn extension_config_off_reads_no_values() {
+    let home = tempfile::tempdir().unwrap();
+    let install = home.path().join("extensions/e");
+    std::fs::create_dir_all(&install).unwrap();
+    std::fs::write(install.join(".env"), "PLAIN=p\n").unwrap();
+    let system = home.path().join("system/settings.json");
+    assert!(settings_on(&system, home.path()), "0.61's default");
+    std::fs::write(
+        home.path().join("settings.json"),
+        "{\n  // off\n  \"experimental\": {\"extensionConfig\": false}\n}",
+    )
+    .unwrap();
+    let off = !settings_on(&system, home.path());
+    assert!(off);
+    let mut ext = Extension {
+        name: "e".to_owned(),
+        install_dir: install.clone(),
+        path: install,
+        setting_vars: vec!["PLAIN".to_owned()],
+        loaded: true,
+        ..Default::default()
+    };
+    let mut keychain = Keychain::new(home.path(), Backend::File);
+    let (on, _) = values_for(&ext, None, &mut keychain);
+    assert_eq!(on, vec![("PLAIN".to_owned(), "p".to_owned())]);
+    ext.settings_off = off;
+    let (values, problems) = values_for(&ext, None, &mut keychain);
+    assert!(values.is_empty() && problems.is_empty(), "{values:?}");
+    // The system file wins over the user's, as 0.61 merges them.
+    std::fs::create_dir_all(system.parent().unwrap()).unwrap();
+    std::fs::write(&system, r#"{"experimental": {"extensionConfig": true}}"#).unwrap();
+    assert!(settings_on(&system, home.path()));
+}
+
+#[test]
 fn only_declared_settings_are_read_and_sensitive_ones_prefer_the_keychain() {
     let home = tempfile::tempdir().unwrap();
     let install = home.path().join("extensions/e");

@@ -65,6 +65,9 @@ pub struct Extension {
     /// The declared settings marked `sensitive: true` (their values are
     /// in the keychain).
     pub sensitive_vars: Vec<String>,
+    /// `experimental.extensionConfig` is false: its settings get no
+    /// values (`extension_settings::scope_values`), as in 0.61.
+    pub settings_off: bool,
 }
 
 impl Extension {
@@ -440,6 +443,9 @@ pub fn server_plan<'a>(
     trusted: &dyn Fn(&Path) -> bool,
 ) -> ServerPlan<'a> {
     let mut plan = ServerPlan::default();
+    // A name an earlier extension in the plan declares is its (0.61 skips
+    // the later one; reported by `server_name_clashes`).
+    let mut claimed = std::collections::BTreeSet::new();
     for ext in found.iter().filter(|e| e.loaded) {
         let here: Vec<&PathBuf> = opened.iter().filter(|r| ext.enabled_for(r)).collect();
         if !ext.enabled_for(home) && here.is_empty() {
@@ -448,8 +454,10 @@ pub fn server_plan<'a>(
         let (per_workspace, shared): (Vec<_>, Vec<_>) = ext
             .mcp_servers
             .iter()
+            .filter(|(name, _)| !claimed.contains(name.as_str()))
             .map(|(name, entry)| (name.clone(), entry.clone()))
             .partition(|(_, entry)| names_workspace(entry));
+        claimed.extend(ext.mcp_servers.keys().map(String::as_str));
         if !shared.is_empty() {
             plan.shared.push((ext, shared.into_iter().collect()));
         }
@@ -504,6 +512,47 @@ fn with_slashes(path: &str) -> String {
         out.push('/');
     }
     out
+}
+
+/// The MCP servers of loaded extensions that do not start because their
+/// name is taken: by the user's settings (`user_servers`; 0.61 lets the
+/// user's entry override the extension's) or by an extension read
+/// before it (by directory name; 0.61 skips a server whose name another
+/// extension already declared). Reported on the losing manifest.
+pub fn server_name_clashes(found: &[Extension], user_servers: &[String]) -> Vec<ConfigProblem> {
+    let mut problems = Vec::new();
+    let loaded: Vec<&Extension> = found.iter().filter(|e| e.loaded).collect();
+    for (i, ext) in loaded.iter().enumerate() {
+        for name in ext.mcp_servers.keys() {
+            let problem = if user_servers.contains(name) {
+                ConfigProblem::new(
+                    ext.manifest().display().to_string(),
+                    format!("MCP server {name:?} is also in the user settings"),
+                )
+                .kept("the user settings entry; this extension's entry does not start")
+            } else if let Some(first) = loaded[..i]
+                .iter()
+                .find(|e| e.mcp_servers.contains_key(name))
+            {
+                ConfigProblem::new(
+                    ext.manifest().display().to_string(),
+                    format!(
+                        "MCP server {name:?} is also declared by extension {:?} ({})",
+                        first.name,
+                        first.manifest().display()
+                    ),
+                )
+                .kept(format!(
+                    "the entry of {:?} (read first); this one does not start while that extension is enabled",
+                    first.name
+                ))
+            } else {
+                continue;
+            };
+            problems.push(problem);
+        }
+    }
+    problems
 }
 
 fn duplicate_names(found: &[Extension]) -> Vec<ConfigProblem> {
@@ -631,6 +680,43 @@ mod tests {
         let plan = server_plan(&found, Path::new("/home/u"), &[], &trusted);
         assert!(plan.per_workspace.is_empty());
         assert_eq!(plan.shared.len(), 1);
+    }
+
+    #[test]
+    fn a_server_name_taken_is_kept_by_the_first_and_reported() {
+        let ext = |dir: &str, servers: Value| Extension {
+            name: dir.into(),
+            install_dir: PathBuf::from("/x").join(dir),
+            path: PathBuf::from("/x").join(dir),
+            loaded: true,
+            mcp_servers: servers.as_object().cloned().unwrap(),
+            ..Default::default()
+        };
+        let found = [
+            ext("a", serde_json::json!({"s": {"command": "from-a"}})),
+            ext(
+                "b",
+                serde_json::json!({"s": {"command": "from-b"}, "u": {"command": "b"}, "t": {"command": "b"}}),
+            ),
+        ];
+        let plan = server_plan(&found, Path::new("/home/u"), &[], &|_| true);
+        assert_eq!(plan.shared[0].1["s"]["command"], "from-a");
+        assert!(!plan.shared[1].1.contains_key("s"));
+        assert!(plan.shared[1].1.contains_key("t"));
+        let problems = server_name_clashes(&found, &["u".to_owned()]);
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems
+                .iter()
+                .all(|p| p.file == "/x/b/gemini-extension.json")
+        );
+        assert!(problems[0].message.contains("\"s\"") && problems[0].message.contains("/x/a/"));
+        assert!(problems[1].message.contains("user settings"));
+        // The first one disabled everywhere: the second's entry starts.
+        let mut off = found.clone();
+        off[0].overrides = vec!["!/*".into()];
+        let plan = server_plan(&off, Path::new("/home/u"), &[], &|_| true);
+        assert_eq!(plan.shared[0].1["s"]["command"], "from-b");
     }
 
     #[test]

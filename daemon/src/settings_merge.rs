@@ -83,6 +83,7 @@ const READ_KEYS: &[&str] = &[
     "security.environmentVariableRedaction.blocked",
     "security.environmentVariableRedaction.enabled",
     "geminid.*",
+    "experimental.extensionConfig",
 ];
 
 /// The leaf key paths of `settings` that geminid does not read, dotted.

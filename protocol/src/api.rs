@@ -401,20 +401,32 @@ pub trait GeminidApi {
         all: Option<bool>,
     ) -> RpcResult<McpResources>;
 
-    /// `mcp.read {server, uri}`: `resources/read` of `uri` on `server`. An
-    /// unknown server is invalid params; a failed read is -32055.
+    /// `mcp.read {server, uri, sessionId? | cwd?}`: `resources/read` of
+    /// `uri` on `server`, the server of that name the session's workspace
+    /// (else `cwd`'s) sees, as the model does; without either, the one
+    /// server of that name. An unknown server is invalid params; a failed
+    /// read is -32055.
     #[method(name = "mcp.read", param_kind = map)]
-    async fn mcp_read(&self, server: String, uri: String) -> RpcResult<McpReadResult>;
+    async fn mcp_read(
+        &self,
+        server: String,
+        uri: String,
+        #[argument(rename = "sessionId")] session_id: Option<String>,
+        cwd: Option<String>,
+    ) -> RpcResult<McpReadResult>;
 
-    /// `mcp.prompt {server, name, arguments?}`: `prompts/get` of `name` on
-    /// `server` with `arguments` (string values). An unknown server is
-    /// invalid params; a failed get is -32055.
+    /// `mcp.prompt {server, name, arguments?, sessionId? | cwd?}`:
+    /// `prompts/get` of `name` on `server` (found as `mcp.read` finds it)
+    /// with `arguments` (string values). An unknown server is invalid
+    /// params; a failed get is -32055.
     #[method(name = "mcp.prompt", param_kind = map)]
     async fn mcp_prompt(
         &self,
         server: String,
         name: String,
         arguments: Option<BTreeMap<String, String>>,
+        #[argument(rename = "sessionId")] session_id: Option<String>,
+        cwd: Option<String>,
     ) -> RpcResult<McpPromptResult>;
     /// `extensions.list {cwd?}`: the extensions installed under
     /// `~/.gemini/extensions`, each with name, version, path, whether it

@@ -765,3 +765,141 @@ async fn gemctl_mcp_resources_lists_what_the_workspace_sees() {
         "{text}"
     );
 }
+
+/// `mcp read` / `mcp prompt` of a name two workspaces' instances share:
+/// the one the session's (or directory's) workspace sees, as the model
+/// does, not "more than one server".
+#[tokio::test(flavor = "multi_thread")]
+async fn mcp_read_and_prompt_ask_the_server_the_workspace_sees() {
+    let p = peers();
+    let mut d = TestDaemon::prepared(&[]);
+    let home = d.home();
+    let a = workspace(&d, "a", &json!({}));
+    let b = workspace(&d, "b", &json!({}));
+    let plain = workspace(&d, "plain", &json!({}));
+    install_extension(
+        &home,
+        "docs",
+        &json!({"name": "docs", "mcpServers": {
+            "docs": {"command": everything(&p), "env": {"DOCS_ROOT": "${workspacePath}"}}
+        }}),
+    );
+    d.spawn();
+    let c = d.client().await;
+    let in_a = yolo_session(&c, &a).await;
+    let _in_b = yolo_session(&c, &b).await;
+    let scope = |root: &Path| format!("extensions:{}", root.display());
+    in_scopes(&c, "docs", &[scope(&a), scope(&b)]).await;
+    let start = std::time::Instant::now();
+    let uri = loop {
+        let seen = c
+            .mcp_resources(None, Some(in_a.clone()), None, None)
+            .await
+            .unwrap();
+        if let Some(r) = seen.resources.first() {
+            break r.resource["uri"].as_str().unwrap().to_owned();
+        }
+        assert!(start.elapsed().as_secs() < 30, "{seen:#?}");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    };
+    // Without a workspace the name is ambiguous: said so.
+    let ambiguous = c
+        .mcp_read("docs".into(), uri.clone(), None, None)
+        .await
+        .expect_err("two instances");
+    assert!(
+        ambiguous.to_string().contains("more than one"),
+        "{ambiguous}"
+    );
+    // By session, by directory: the instance of that workspace answers.
+    let read = c
+        .mcp_read("docs".into(), uri.clone(), Some(in_a.clone()), None)
+        .await
+        .unwrap();
+    assert_eq!(read.contents[0]["uri"], json!(uri));
+    let got = c
+        .mcp_prompt(
+            "docs".into(),
+            "simple-prompt".into(),
+            None,
+            None,
+            Some(b.display().to_string()),
+        )
+        .await
+        .unwrap();
+    assert!(!got.messages.is_empty(), "{got:?}");
+    // gemctl: the current directory's view by default, or --session.
+    let text = gemctl_in(&d, &b, &["--json", "mcp", "read", "docs", &uri]);
+    assert!(text.contains(&uri), "{text}");
+    let text = gemctl_in(
+        &d,
+        &plain,
+        &["mcp", "prompt", "docs", "simple-prompt", "--session", &in_a],
+    );
+    assert!(text.starts_with("user: "), "{text}");
+    // A directory where no instance runs: no such server there.
+    let out = d
+        .gemctl(&["mcp", "read", "docs", &uri])
+        .current_dir(&plain)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no MCP server named \"docs\""), "{err}");
+}
+
+/// `experimental.extensionConfig: false` (0.61's default is true): an
+/// extension's settings get no values; set back to true, they reach its
+/// server again (its entry changed: it restarts).
+#[tokio::test(flavor = "multi_thread")]
+async fn extension_config_off_gives_the_settings_no_values() {
+    let p = peers();
+    let mut d = TestDaemon::prepared(&[]);
+    let home = d.home();
+    install_extension(
+        &home,
+        "keyed",
+        &json!({"name": "keyed",
+                "settings": [{"name": "API key", "envVar": "EXT_API_KEY"}],
+                "mcpServers": {"keyed-srv": {"command": everything(&p),
+                    "includeTools": ["get-env"]}}}),
+    );
+    std::fs::write(
+        home.join(".gemini/extensions/keyed/.env"),
+        "EXT_API_KEY=ext-secret-value\n",
+    )
+    .unwrap();
+    let settings = home.join(".gemini/settings.json");
+    std::fs::write(
+        &settings,
+        "{\n  // no extension settings\n  \"experimental\": {\"extensionConfig\": false}\n}",
+    )
+    .unwrap();
+    d.spawn();
+    let c = d.client().await;
+    let session = yolo_session(&c, &d.workspace).await;
+    connected(&c, &["keyed-srv"]).await;
+    let text = called(&c, &session, "get-env").await;
+    assert!(!text.contains("ext-secret-value"), "{text}");
+    let status = c.status().await.unwrap();
+    assert!(
+        !status
+            .unused_settings
+            .iter()
+            .any(|k| k.contains("experimental.extensionConfig")),
+        "the key is read: {:?}",
+        status.unused_settings
+    );
+    std::fs::write(&settings, r#"{"experimental": {"extensionConfig": true}}"#).unwrap();
+    let start = std::time::Instant::now();
+    loop {
+        let snap = run(&c, &session, "get-env", json!({})).await;
+        if snap.state == CallState::Success
+            && result_json(&snap).to_string().contains("ext-secret-value")
+        {
+            break;
+        }
+        assert!(start.elapsed().as_secs() < 30, "never got the value");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+}

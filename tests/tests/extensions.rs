@@ -206,3 +206,68 @@ async fn a_broken_manifest_fails_closed_and_is_reported() {
     let list = c.list_extensions(None).await.unwrap();
     assert!(!list[0].problems.is_empty(), "{list:?}");
 }
+
+/// Two extensions declaring a server of the same name: the one read first
+/// (by directory name) keeps it, as 0.61 skips the later one; the later
+/// manifest is reported, as is an extension server named like one of the
+/// user's settings (whose entry is kept).
+#[tokio::test]
+async fn a_server_name_taken_is_kept_by_the_first_and_reported() {
+    let p = peers::peers();
+    let mut d = TestDaemon::prepared(&[]);
+    let home = d.home();
+    let everything = peers::everything(&p);
+    std::fs::create_dir_all(home.join(".gemini")).unwrap();
+    std::fs::write(
+        home.join(".gemini/settings.json"),
+        json!({"mcpServers": {"mine": {"command": everything, "includeTools": ["echo"]}}})
+            .to_string(),
+    )
+    .unwrap();
+    install(
+        &home,
+        "alpha",
+        &json!({"name": "alpha", "mcpServers": {"dup": {"command": everything, "includeTools": ["get-sum"]}}}),
+    );
+    install(
+        &home,
+        "beta",
+        &json!({"name": "beta", "mcpServers": {
+            "dup": {"command": everything, "includeTools": ["get-env"]},
+            "mine": {"command": everything, "includeTools": ["get-env"]}
+        }}),
+    );
+    d.spawn();
+    let c = d.client().await;
+    peers::connected(&c, &["dup", "mine"]).await;
+    let session = yolo_session(&c, &d.workspace).await;
+    let names = tool_names(&c, &session).await;
+    assert!(names.contains(&"get-sum".to_owned()), "{names:?}");
+    assert!(names.contains(&"echo".to_owned()), "{names:?}");
+    assert!(
+        !names.iter().any(|n| n.contains("get-env")),
+        "beta's entries must not start: {names:?}"
+    );
+    let problems = c.status().await.unwrap().config_problems;
+    let beta: Vec<_> = problems
+        .iter()
+        .filter(|p| p.file.ends_with("beta/gemini-extension.json"))
+        .collect();
+    assert!(
+        beta.iter().any(|p| p.message.contains("\"dup\"")
+            && p.message.contains("alpha")
+            && p.kept.as_deref().is_some_and(|k| k.contains("alpha"))),
+        "{problems:?}"
+    );
+    assert!(
+        beta.iter()
+            .any(|p| p.message.contains("\"mine\"") && p.message.contains("user settings")),
+        "{problems:?}"
+    );
+    assert!(
+        !problems
+            .iter()
+            .any(|p| p.file.ends_with("alpha/gemini-extension.json")),
+        "{problems:?}"
+    );
+}

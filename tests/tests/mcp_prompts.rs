@@ -25,6 +25,8 @@ async fn a_prompt_is_got_with_its_arguments() {
             "everything".into(),
             "args-prompt".into(),
             Some(args.into_iter().collect()),
+            None,
+            None,
         )
         .await
         .expect("mcp.prompt");
@@ -51,7 +53,7 @@ async fn a_prompt_is_got_with_its_arguments() {
 
     // A missing required argument is the server's error, said as such.
     let missing = c
-        .mcp_prompt("everything".into(), "args-prompt".into(), None)
+        .mcp_prompt("everything".into(), "args-prompt".into(), None, None, None)
         .await
         .expect_err("city is required");
     assert!(

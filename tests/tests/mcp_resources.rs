@@ -131,7 +131,7 @@ async fn gemctl_lists_and_reads_resources() {
     );
 
     let read = c
-        .mcp_read("everything".into(), uri.clone())
+        .mcp_read("everything".into(), uri.clone(), None, None)
         .await
         .expect("mcp.read");
     assert_eq!(read.contents.first().map(|c| &c["uri"]), Some(&json!(uri)));

@@ -111,7 +111,12 @@ pub enum McpCommand {
     #[command(
         after_help = "Examples:\n  gemctl mcp read everything test://static/resource/1\n  gemctl --json mcp read fs file:///tmp/a.txt"
     )]
-    Read { server: String, uri: String },
+    Read {
+        server: String,
+        uri: String,
+        #[command(flatten)]
+        whose: super::mcp_resources::Whose,
+    },
     /// Get one prompt of a server with arguments (KEY=VALUE), as messages
     #[command(
         after_help = "Examples:\n  gemctl mcp prompt everything simple-prompt\n  gemctl mcp prompt everything args-prompt city=Paris state=TX"
@@ -121,6 +126,8 @@ pub enum McpCommand {
         name: String,
         /// The prompt's arguments, each KEY=VALUE
         arguments: Vec<String>,
+        #[command(flatten)]
+        whose: super::mcp_resources::Whose,
     },
 }
 
@@ -186,12 +193,15 @@ pub async fn run(ctx: &Ctx, cmd: McpCommand) -> Outcome {
         McpCommand::Resources { server, seen, .. } => {
             super::mcp_resources::list(ctx, server, seen).await
         }
-        McpCommand::Read { server, uri } => super::mcp_resources::read(ctx, server, uri).await,
+        McpCommand::Read { server, uri, whose } => {
+            super::mcp_resources::read(ctx, server, uri, whose).await
+        }
         McpCommand::Prompt {
             server,
             name,
             arguments,
-        } => super::mcp_resources::prompt(ctx, server, name, arguments).await,
+            whose,
+        } => super::mcp_resources::prompt(ctx, server, name, arguments, whose).await,
     }
 }
 

@@ -38,6 +38,33 @@ pub struct Seen {
     all: bool,
 }
 
+/// Which server of a name `mcp read` / `mcp prompt` ask: the one a
+/// session there sees, as the model does.
+#[derive(clap::Args)]
+pub struct Whose {
+    /// The server this session's workspace sees
+    #[arg(long, conflicts_with = "cwd")]
+    session: Option<String>,
+    /// The server a session in this directory sees [default: the current
+    /// directory]
+    #[arg(long)]
+    cwd: Option<std::path::PathBuf>,
+}
+
+impl Whose {
+    /// `(sessionId, cwd)` for the request.
+    async fn resolve(
+        self,
+        client: &crate::Client,
+    ) -> Result<(Option<String>, Option<String>), Failure> {
+        if let Some(given) = self.session {
+            return Ok((Some(resolve_session(client, &given).await?), None));
+        }
+        let cwd = self.cwd.or_else(|| std::env::current_dir().ok());
+        Ok((None, cwd.map(|c| c.display().to_string())))
+    }
+}
+
 pub async fn list(ctx: &Ctx, server: Option<String>, seen: Seen) -> Outcome {
     let client = ctx.connect().await?;
     let session = match seen.session {
@@ -74,9 +101,10 @@ pub async fn list(ctx: &Ctx, server: Option<String>, seen: Seen) -> Outcome {
     Ok(exit::OK)
 }
 
-pub async fn read(ctx: &Ctx, server: String, uri: String) -> Outcome {
+pub async fn read(ctx: &Ctx, server: String, uri: String, whose: Whose) -> Outcome {
     let client = ctx.connect().await?;
-    let read = client.mcp_read(server, uri).await?;
+    let (session, cwd) = whose.resolve(&client).await?;
+    let read = client.mcp_read(server, uri, session, cwd).await?;
     if ctx.json {
         return print_json(&read);
     }
@@ -94,7 +122,13 @@ pub async fn read(ctx: &Ctx, server: String, uri: String) -> Outcome {
     Ok(exit::OK)
 }
 
-pub async fn prompt(ctx: &Ctx, server: String, name: String, arguments: Vec<String>) -> Outcome {
+pub async fn prompt(
+    ctx: &Ctx,
+    server: String,
+    name: String,
+    arguments: Vec<String>,
+    whose: Whose,
+) -> Outcome {
     let mut args = BTreeMap::new();
     for pair in arguments {
         let Some((key, value)) = pair.split_once('=') else {
@@ -106,7 +140,10 @@ pub async fn prompt(ctx: &Ctx, server: String, name: String, arguments: Vec<Stri
         args.insert(key.to_owned(), value.to_owned());
     }
     let client = ctx.connect().await?;
-    let got = client.mcp_prompt(server, name, Some(args)).await?;
+    let (session, cwd) = whose.resolve(&client).await?;
+    let got = client
+        .mcp_prompt(server, name, Some(args), session, cwd)
+        .await?;
     if ctx.json {
         return print_json(&got);
     }

@@ -44,7 +44,22 @@ pub fn list(daemon: &Daemon, asked: Asked) -> RpcResult<McpResources> {
             templates: wire(mcp.resource_templates(server)),
         });
     }
-    let root = match (asked.session_id, asked.cwd) {
+    let root = root(daemon, asked.session_id, asked.cwd)?;
+    let (resources, templates) = mcp.resources_seen(root.as_deref(), server);
+    Ok(McpResources {
+        resources: wire(resources),
+        templates: wire(templates),
+    })
+}
+
+/// The workspace whose view names the servers: the session's, else
+/// `cwd` (resolved), else none (the one server of a name).
+pub fn root(
+    daemon: &Daemon,
+    session_id: Option<String>,
+    cwd: Option<String>,
+) -> RpcResult<Option<std::path::PathBuf>> {
+    Ok(match (session_id, cwd) {
         (Some(id), _) => Some(std::path::PathBuf::from(
             daemon.sessions.get(&id)?.cwd.clone(),
         )),
@@ -53,16 +68,17 @@ pub fn list(daemon: &Daemon, asked: Asked) -> RpcResult<McpResources> {
             Some(std::fs::canonicalize(&cwd).unwrap_or(cwd))
         }
         (None, None) => None,
-    };
-    let (resources, templates) = mcp.resources_seen(root.as_deref(), server);
-    Ok(McpResources {
-        resources: wire(resources),
-        templates: wire(templates),
     })
 }
 
-pub async fn read(daemon: &Daemon, server: String, uri: String) -> RpcResult<McpReadResult> {
-    match daemon.discovery.mcp.read_resource(&server, &uri).await {
+pub async fn read(
+    daemon: &Daemon,
+    root: Option<std::path::PathBuf>,
+    server: String,
+    uri: String,
+) -> RpcResult<McpReadResult> {
+    let mcp = &daemon.discovery.mcp;
+    match mcp.read_resource(root.as_deref(), &server, &uri).await {
         Ok(answer) => Ok(McpReadResult {
             contents: answer
                 .get("contents")
@@ -133,6 +149,7 @@ fn failure(e: McpError) -> jsonrpsee::types::ErrorObjectOwned {
 
 pub async fn prompt(
     daemon: &Daemon,
+    root: Option<std::path::PathBuf>,
     server: String,
     name: String,
     arguments: BTreeMap<String, String>,
@@ -144,7 +161,7 @@ pub async fn prompt(
     let answer = daemon
         .discovery
         .mcp
-        .get_prompt(&server, &name, arguments)
+        .get_prompt(root.as_deref(), &server, &name, arguments)
         .await
         .map_err(failure)?;
     Ok(McpPromptResult {

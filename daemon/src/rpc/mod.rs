@@ -580,8 +580,11 @@ impl GeminidApiServer for RpcHandler {
         &self,
         server: String,
         uri: String,
+        session_id: Option<String>,
+        cwd: Option<String>,
     ) -> RpcResult<geminid_protocol::mcp::McpReadResult> {
-        mcp_resources::read(&self.daemon, server, uri).await
+        let root = mcp_resources::root(&self.daemon, session_id, cwd)?;
+        mcp_resources::read(&self.daemon, root, server, uri).await
     }
 
     async fn mcp_subscribe(
@@ -613,8 +616,12 @@ impl GeminidApiServer for RpcHandler {
         server: String,
         name: String,
         arguments: Option<BTreeMap<String, String>>,
+        session_id: Option<String>,
+        cwd: Option<String>,
     ) -> RpcResult<geminid_protocol::mcp::McpPromptResult> {
-        mcp_resources::prompt(&self.daemon, server, name, arguments.unwrap_or_default()).await
+        let root = mcp_resources::root(&self.daemon, session_id, cwd)?;
+        let arguments = arguments.unwrap_or_default();
+        mcp_resources::prompt(&self.daemon, root, server, name, arguments).await
     }
 
     async fn probe_mcp(

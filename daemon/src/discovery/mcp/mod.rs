@@ -399,12 +399,14 @@ impl McpManager {
 
     /// `resources/read` of `uri` on `server`: the answer as the server
     /// sent it.
+    /// `root`: as a session rooted there sees `server`.
     pub async fn read_resource(
         &self,
+        root: Option<&Path>,
         server: &str,
         uri: &str,
     ) -> Result<serde_json::Value, McpError> {
-        Ok(self.server_in(server, None)?.read_resource(uri).await?)
+        Ok(self.server_in(server, root)?.read_resource(uri).await?)
     }
 
     /// `read_resource` on `server` as a session rooted at `root` sees it.
@@ -564,12 +566,13 @@ impl McpManager {
     /// the server sent it.
     pub async fn get_prompt(
         &self,
+        root: Option<&Path>,
         server: &str,
         name: &str,
         arguments: serde_json::Map<String, serde_json::Value>,
     ) -> Result<serde_json::Value, McpError> {
         Ok(self
-            .server_in(server, None)?
+            .server_in(server, root)?
             .get_prompt(name, arguments)
             .await?)
     }
