@@ -694,7 +694,13 @@ impl Daemon {
         let found = self.extensions();
         let home = self.home();
         let opened = self.discovery.mcp.open_roots();
-        let trusted = |root: &std::path::Path| self.folder_trust(root).trusted;
+        // Each folder's trust read once for the whole plan (it reads the
+        // settings and the trust file).
+        let trusted_roots: Vec<&std::path::PathBuf> = opened
+            .iter()
+            .filter(|root| self.folder_trust(root).trusted)
+            .collect();
+        let trusted = |root: &std::path::Path| trusted_roots.iter().any(|t| t.as_path() == root);
         let plan = crate::extensions::server_plan(&found, &home, &opened, &trusted);
         let mut keychain = crate::keychain::Keychain::new(
             &self.config.user_gemini_dir,
