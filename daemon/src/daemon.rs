@@ -618,14 +618,10 @@ impl Daemon {
     /// policy's (`policy/live.rs`).
     fn apply_extensions(&self) {
         let dir = self.config.user_gemini_dir.join("extensions");
-        let (mut found, mut problems) = crate::extensions::load_all(&dir);
-        let settings_off = !crate::extension_settings::settings_on(
+        let (found, mut problems) = crate::extension_settings::load_installed(
             &self.config.system_settings,
             &self.config.user_gemini_dir,
         );
-        for ext in &mut found {
-            ext.settings_off = settings_off;
-        }
         if let Some(watch) = self
             .config_watch
             .lock()

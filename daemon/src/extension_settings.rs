@@ -121,6 +121,22 @@ pub fn settings_on(system_settings: &Path, user_gemini_dir: &Path) -> bool {
         .unwrap_or(true)
 }
 
+/// The installed extensions (`<user_gemini_dir>/extensions`, read by
+/// `extensions::load_all`), each told whether `experimental.extensionConfig`
+/// leaves its settings on: what the servers' planner and the hook book
+/// both start from.
+pub fn load_installed(
+    system_settings: &Path,
+    user_gemini_dir: &Path,
+) -> (Vec<Extension>, Vec<ConfigProblem>) {
+    let (mut found, problems) = crate::extensions::load_all(&user_gemini_dir.join("extensions"));
+    let settings_off = !settings_on(system_settings, user_gemini_dir);
+    for ext in &mut found {
+        ext.settings_off = settings_off;
+    }
+    (found, problems)
+}
+
 /// The values `ext`'s servers and hooks get in sessions rooted at
 /// `trusted_root` (the workspace's over the user's; `None`: an untrusted
 /// folder or no workspace, the user's only, as 0.61 reads them).

@@ -109,12 +109,8 @@ impl HookBook {
     /// Each hook gets its extension's settings as sessions in `root` see
     /// them (the workspace's values over the user's when `trusted`).
     fn extension_layers(&self, root: &Path, trusted: bool) -> Vec<FileHooks> {
-        let (mut found, _) = crate::extensions::load_all(&self.user_gemini_dir.join("extensions"));
-        let settings_off =
-            !crate::extension_settings::settings_on(&self.system_settings, &self.user_gemini_dir);
-        for ext in &mut found {
-            ext.settings_off = settings_off;
-        }
+        let (found, _) =
+            crate::extension_settings::load_installed(&self.system_settings, &self.user_gemini_dir);
         let mut keychain = crate::keychain::Keychain::new(
             &self.user_gemini_dir,
             crate::keychain::backend_from_env(),
